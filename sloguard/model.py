@@ -1,0 +1,82 @@
+"""Plain value types that flow from sources through windows and SLO evaluation to the outputs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+# Canonical server-side latency signals (sloguard_server_<signal>_seconds) and other engine signals.
+HistogramSignal = Literal["ttft", "itl", "tpot", "e2e", "queue", "prefill", "decode", "inference"]
+GaugeSignal = Literal["requests_running", "requests_waiting", "kv_cache_usage_ratio"]
+CounterSignal = Literal[
+    "prompt_tokens", "generation_tokens", "prefix_cache_queries", "prefix_cache_hits", "preemptions",
+    "requests_finished",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One parsed exposition sample; labels as a mapping, order irrelevant."""
+
+    name: str
+    labels: Mapping[str, str]
+    value: float
+    timestamp: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Histogram:
+    """A cumulative histogram at one scrape: (upper bound, cumulative count) sorted, +Inf last."""
+
+    buckets: tuple[tuple[float, float], ...]
+    count: float
+    sum: float
+
+
+@dataclass(frozen=True, slots=True)
+class ModelView:
+    """Normalised signals of one model served by one target, at one scrape; absent signals are omitted."""
+
+    model: str
+    histograms: Mapping[str, Histogram] = field(default_factory=dict)
+    gauges: Mapping[str, float] = field(default_factory=dict)
+    counters: Mapping[str, float] = field(default_factory=dict)
+    finished_by_reason: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerView:
+    """One target's normalised scrape: engine detected, per-model signals, scrape time."""
+
+    target: str
+    engine: str
+    ts: float
+    models: Mapping[str, ModelView]
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    """One synthetic request as the user saw it; times in seconds, None where undefined."""
+
+    ts: float
+    probe: str
+    target: str
+    model: str
+    api: str
+    ok: bool
+    error: str | None = None
+    status_code: int | None = None
+    connect_s: float | None = None
+    ttft_s: float | None = None
+    ttfot_s: float | None = None
+    e2e_s: float | None = None
+    tpot_s: float | None = None
+    itl_p50_s: float | None = None
+    itl_p99_s: float | None = None
+    itl_max_s: float | None = None
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    prompt_bucket: str = ""
+    trace_id: str = ""
+    itls_s: tuple[float, ...] = ()

@@ -1,0 +1,42 @@
+"""The contract every source fulfils for the runner: collect on a schedule, export families, hand data on."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from prometheus_client.metrics_core import Metric
+
+
+class SourceError(Exception):
+    """A collection failed for a known reason; `reason` is a short label value, the message is logged once."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class SourceOutput:
+    """What one collection produced: families to export as-is, and typed data for the core (or None)."""
+
+    families: Sequence[Metric] = ()
+    payload: object = None
+
+
+class Source(Protocol):
+    """A source the runner schedules; `collect` must be cancellable and must not block the event loop."""
+
+    kind: str
+    target: str
+    interval: float
+    timeout: float
+
+    async def collect(self) -> SourceOutput:
+        """Collect once; raise SourceError for a reported failure. Never called concurrently with itself."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections and handles; called on reload and shutdown."""
+        ...
