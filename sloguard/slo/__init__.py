@@ -1,0 +1,1 @@
+"""SLO maths: burn-rate window table and the pure evaluator."""
