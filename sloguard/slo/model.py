@@ -1,0 +1,120 @@
+"""The internal SLO model: what the live evaluator and the rule generator both read."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+from sloguard.config.spec import Config, SLOSpec
+from sloguard.slo.burnrate import windows_for
+
+Source = Literal["probe", "server"]
+BudgetSLI = Literal["goodput", "success"]
+
+# Used only when an SLO sets neither `error_rate` nor `goodput`: 99% of requests must succeed.
+DEFAULT_SUCCESS_OBJECTIVE = 0.99
+
+
+@dataclass(frozen=True, slots=True)
+class Objective:
+    """One latency objective: the `percentile`th percentile of `metric` stays at or below `threshold`."""
+
+    metric: str
+    percentile: float  # 0 < percentile < 100
+    threshold: float  # seconds
+
+    @property
+    def quantile(self) -> float:
+        """Return the percentile as a quantile in 0..1 (95 -> 0.95)."""
+        return self.percentile / 100.0
+
+
+@dataclass(frozen=True, slots=True)
+class Goodput:
+    """Per-request thresholds (seconds; None = not judged) and the share of requests that must be good."""
+
+    target: float
+    ttft: float | None = None
+    tpot: float | None = None
+    e2e: float | None = None
+    itl: float | None = None
+
+    def thresholds(self) -> tuple[tuple[str, float], ...]:
+        """Return the set thresholds as (metric, seconds) pairs, in a fixed order."""
+        pairs = (("ttft", self.ttft), ("tpot", self.tpot), ("e2e", self.e2e), ("itl", self.itl))
+        return tuple((m, t) for m, t in pairs if t is not None)
+
+
+@dataclass(frozen=True)
+class SLO:
+    """One SLO as evaluated: objectives, goodput, error objective, stage budgets and its windows."""
+
+    name: str
+    target: str
+    source: Source = "probe"
+    probe: str | None = None
+    objectives: tuple[Objective, ...] = ()
+    goodput: Goodput | None = None
+    error_objective: float | None = None  # success-ratio target, e.g. 0.999
+    window: float = 28 * 86400.0
+    budgets: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    segment_by: str | None = None
+    windows: tuple[float, ...] = ()
+    runbook_url: str | None = None
+    dashboard_url: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.windows:
+            object.__setattr__(self, "windows", windows_for(self.window))
+
+    @property
+    def key(self) -> tuple[str, str, str | None, str]:
+        """Return the identity kept across reloads: name, target, probe, source."""
+        return (self.name, self.target, self.probe, self.source)
+
+
+def budget_sli(slo: SLO) -> BudgetSLI:
+    """Return which requests spend the error budget: not-good ones (goodput) or failed ones (success).
+
+    An explicit `error_rate` wins; else a `goodput` block makes every request that fails or misses a
+    goodput threshold spend budget; with neither, failures spend it against DEFAULT_SUCCESS_OBJECTIVE.
+    """
+    if slo.error_objective is None and slo.goodput is not None:
+        return "goodput"
+    return "success"
+
+
+def budget_objective(slo: SLO) -> float:
+    """Return the good-ratio the error budget is measured against (burn rate = bad ratio / (1 - this))."""
+    if slo.error_objective is not None:
+        return slo.error_objective
+    if slo.goodput is not None:
+        return slo.goodput.target
+    return DEFAULT_SUCCESS_OBJECTIVE
+
+
+def slo_from_spec(spec: SLOSpec) -> SLO:
+    """Return the internal SLO for one config entry."""
+    gp = spec.goodput
+    return SLO(
+        name=spec.name,
+        target=spec.target,
+        source=spec.source,
+        probe=spec.probe,
+        objectives=tuple(Objective(o.metric, o.percentile, o.threshold) for o in spec.objectives),
+        goodput=None if gp is None else Goodput(gp.target, gp.ttft, gp.tpot, gp.e2e, gp.itl),
+        error_objective=None if spec.error_rate is None else spec.error_rate.target,
+        window=spec.error_budget_window,
+        budgets=MappingProxyType({str(k): v for k, v in spec.budgets.items()}),
+        segment_by=spec.segment_by,
+        windows=windows_for(spec.error_budget_window),
+        runbook_url=spec.runbook_url,
+        dashboard_url=spec.dashboard_url,
+    )
+
+
+def slos_from_config(cfg: Config) -> tuple[SLO, ...]:
+    """Return the internal SLOs of a config, in config order."""
+    return tuple(slo_from_spec(s) for s in cfg.slos)
