@@ -1,0 +1,122 @@
+"""Alert state machine (inactive → pending → firing → resolved) as a pure function, Prometheus semantics."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from sloguard.alerts.rules import Rule, render
+from sloguard.model import Sample
+
+Labels = tuple[tuple[str, str], ...]
+State = Literal["pending", "firing"]
+
+
+def fingerprint(labels: Labels) -> str:
+    """Return a stable 16-hex-digit identity for a label set."""
+    return hashlib.sha256(json.dumps(labels).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """One alert instance: a rule and one label set; times are wall-clock seconds."""
+
+    rule: str
+    labels: Labels  # sorted, includes alertname
+    annotations: Labels
+    state: State
+    active_at: float  # first evaluation that saw the condition true (pending since)
+    value: float
+    fired_at: float | None = None
+    keep_since: float | None = None  # first false evaluation while kept firing by keep_firing_for
+    resolved_at: float | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.labels)
+
+    @property
+    def name(self) -> str:
+        return dict(self.labels).get("alertname", self.rule)
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """A change that notifiers care about: an alert started firing or resolved."""
+
+    kind: Literal["firing", "resolved"]
+    alert: Alert
+
+
+def _by_name(samples: Iterable[Sample]) -> Mapping[str, list[Sample]]:
+    index: dict[str, list[Sample]] = defaultdict(list)
+    for s in samples:
+        index[s.name].append(s)
+    return index
+
+
+def instances(rule: Rule, index: Mapping[str, list[Sample]]) -> dict[Labels, float]:
+    """Return the label sets (with rule labels and alertname) for which the rule's condition holds now."""
+    hits = [[s for s in index.get(e.metric, ()) if e.selects(s.name, s.labels) and e.holds(s.value)]
+            for e in rule.exprs]
+    extra = {**rule.labels, "alertname": rule.name}
+    if len(rule.exprs) == 1:
+        return {tuple(sorted({**{k: v for k, v in s.labels.items() if k != "__name__"}, **extra}.items())): s.value
+                for s in hits[0]}
+    if all(hits):
+        return {tuple(sorted(extra.items())): hits[0][0].value}
+    return {}
+
+
+def _annotate(rule: Rule, labels: Labels, value: float) -> Labels:
+    lab = dict(labels)
+    return tuple(sorted((k, render(v, lab, value)) for k, v in rule.annotations.items()))
+
+
+def _step_true(rule: Rule, old: Alert | None, labels: Labels, value: float, now: float) -> Alert:
+    ann = _annotate(rule, labels, value)
+    a = old or Alert(rule.key, labels, ann, "pending", now, value)
+    a = replace(a, annotations=ann, value=value, keep_since=None)
+    if a.state == "pending" and now - a.active_at >= rule.for_:
+        a = replace(a, state="firing", fired_at=now)
+    return a
+
+
+def _step_false(rule: Rule, a: Alert, now: float) -> Alert | None:
+    """Return the alert kept firing by keep_firing_for, or None when it goes away."""
+    if a.state == "firing" and rule.keep_firing_for > 0:
+        since = now if a.keep_since is None else a.keep_since
+        if now - since < rule.keep_firing_for:
+            return replace(a, keep_since=since)
+    return None
+
+
+def evaluate(rules: Sequence[Rule], active: Mapping[str, Alert], samples: Iterable[Sample],
+             now: float) -> tuple[dict[str, Alert], list[Transition]]:
+    """Return the new active alerts (by fingerprint) and the firing/resolved transitions at `now`."""
+    index = _by_name(samples)
+    out: dict[str, Alert] = {}
+    events: list[Transition] = []
+    for rule in rules:
+        mine = {a.labels: a for a in active.values() if a.rule == rule.key}
+        for labels, value in instances(rule, index).items():
+            old = mine.pop(labels, None)
+            new = _step_true(rule, old, labels, value, now)
+            if new.state == "firing" and (old is None or old.state == "pending"):
+                events.append(Transition("firing", new))
+            out[new.fingerprint] = new
+        for old in mine.values():
+            kept = _step_false(rule, old, now)
+            if kept is not None:
+                out[kept.fingerprint] = kept
+            elif old.state == "firing":
+                events.append(Transition("resolved", replace(old, resolved_at=now)))
+    keys = {r.key for r in rules}
+    # A rule removed by a reload resolves its firing alerts rather than leaving them open downstream.
+    events.extend(Transition("resolved", replace(a, resolved_at=now))
+                  for a in active.values() if a.rule not in keys and a.state == "firing")
+    return out, events

@@ -1,0 +1,125 @@
+"""Route firing alerts to notifiers by label and group them as Alertmanager does (pure functions)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from sloguard.alerts.engine import Alert, Labels
+from sloguard.config.spec import AlertmanagerNotifierSpec, NotifierSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """One message to one notifier: a group's firing alerts and, if wanted, its newly resolved ones."""
+
+    notifier: str
+    group_key: str
+    status: Literal["firing", "resolved"]
+    group_labels: Labels
+    alerts: tuple[Alert, ...]
+    created_at: float
+
+
+@dataclass(frozen=True)
+class Group:
+    """A notifier's alerts sharing the `group_by` label values, with what was last notified."""
+
+    notifier: str
+    key: str
+    labels: Labels
+    alerts: Mapping[str, Alert]  # fingerprint -> alert; resolved ones carry resolved_at
+    next_flush: float
+    last_sent_at: float | None = None
+    sent_firing: frozenset[str] = field(default_factory=frozenset)
+
+
+def matches(spec: NotifierSpec, labels: Mapping[str, str]) -> bool:
+    """Return whether every `match` label of a notifier has one of its listed values."""
+    return all(labels.get(k) in vs for k, vs in spec.match.items())
+
+
+def _group_of(spec: NotifierSpec, alert: Alert) -> tuple[str, Labels]:
+    labels = dict(alert.labels)
+    if isinstance(spec, AlertmanagerNotifierSpec):
+        return "all", ()  # Alertmanager groups by itself: send everything, every resend_interval
+    glabels = tuple((k, labels.get(k, "")) for k in sorted(spec.group_by))
+    digest = hashlib.sha256(repr(glabels).encode()).hexdigest()[:12]
+    return f"{spec.name}/{digest}", glabels
+
+
+def _absorb(spec: NotifierSpec, groups: dict[str, Group], firing: Sequence[Alert], now: float) -> None:
+    """Add firing alerts to their groups; mark alerts that stopped firing as resolved now."""
+    current: dict[str, dict[str, Alert]] = {}
+    for a in firing:
+        if not matches(spec, dict(a.labels)):
+            continue
+        key, glabels = _group_of(spec, a)
+        if key not in groups:
+            groups[key] = Group(spec.name, key, glabels, {}, now + spec.group_wait)
+        current.setdefault(key, {})[a.fingerprint] = a
+    for key, g in list(groups.items()):
+        alerts = dict(g.alerts)
+        for fp, old in g.alerts.items():
+            if fp not in current.get(key, {}) and old.resolved_at is None:
+                alerts[fp] = replace(old, resolved_at=now)
+        alerts.update(current.get(key, {}))
+        groups[key] = replace(g, alerts=alerts)
+
+
+def _due_grouped(spec: NotifierSpec, g: Group, now: float) -> bool:
+    firing = {fp for fp, a in g.alerts.items() if a.resolved_at is None}
+    newly_resolved = bool(g.sent_firing - firing) and spec.send_resolved
+    repeat = bool(firing) and g.last_sent_at is not None and now - g.last_sent_at >= spec.repeat_interval
+    return bool(firing - g.sent_firing) or newly_resolved or repeat
+
+
+def _due_resend(spec: AlertmanagerNotifierSpec, g: Group, now: float) -> bool:
+    changed = {fp for fp, a in g.alerts.items() if a.resolved_at is None} != g.sent_firing
+    return changed or (g.last_sent_at is None or now - g.last_sent_at >= spec.resend_interval) and bool(g.alerts)
+
+
+def _flush(spec: NotifierSpec, g: Group, now: float) -> tuple[Group | None, Notification]:
+    firing = tuple(a for a in g.alerts.values() if a.resolved_at is None)
+    resolved = tuple(a for fp, a in g.alerts.items() if a.resolved_at is not None and fp in g.sent_firing)
+    if isinstance(spec, AlertmanagerNotifierSpec):
+        resolved = tuple(a for a in g.alerts.values()
+                         if a.resolved_at is not None and now - a.resolved_at <= spec.resolved_resend_for)
+        keep = {a.fingerprint: a for a in (*firing, *resolved)}
+    else:
+        keep = {a.fingerprint: a for a in firing}
+        resolved = resolved if spec.send_resolved else ()
+    note = Notification(spec.name, g.key, "firing" if firing else "resolved", g.labels,
+                        tuple(sorted((*firing, *resolved), key=lambda a: a.labels)), now)
+    interval = spec.resend_interval if isinstance(spec, AlertmanagerNotifierSpec) else spec.group_interval
+    new = replace(g, alerts=keep, next_flush=now + interval, last_sent_at=now,
+                  sent_firing=frozenset(a.fingerprint for a in firing))
+    return (new if keep else None), note
+
+
+def route(specs: Sequence[NotifierSpec], groups: Mapping[str, Group], firing: Sequence[Alert],
+          now: float) -> tuple[dict[str, Group], list[Notification]]:
+    """Return the new groups and the notifications due at `now` (at most one per group per flush)."""
+    out: dict[str, Group] = {}
+    notes: list[Notification] = []
+    for spec in specs:
+        mine = {k: g for k, g in groups.items() if g.notifier == spec.name}
+        _absorb(spec, mine, firing, now)
+        for key, g in mine.items():
+            if now < g.next_flush:
+                out[key] = g
+                continue
+            am = isinstance(spec, AlertmanagerNotifierSpec)
+            if not (_due_resend(spec, g, now) if am else _due_grouped(spec, g, now)):
+                kept = {fp: a for fp, a in g.alerts.items() if a.resolved_at is None}
+                if kept:
+                    out[key] = replace(g, alerts=kept)
+                continue
+            new, note = _flush(spec, g, now)
+            if note.alerts:
+                notes.append(note)
+            if new is not None:
+                out[key] = new
+    return out, notes

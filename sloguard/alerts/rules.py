@@ -1,0 +1,123 @@
+"""Alert rules as data: threshold rules from config, built-in operational rules, SLO burn-rate rules."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from sloguard.alerts.expr import Expr, ExprError, parse_expr
+from sloguard.config.spec import AlertSpec, Config
+from sloguard.config.units import format_duration
+from sloguard.slo.burnrate import BURN_WINDOWS, BurnWindow
+from sloguard.slo.model import SLO, budget_objective, slos_from_config
+
+__all__ = ["BUILTIN_ALERTS", "BURN_ALERT", "ExprError", "Rule", "burn_rules", "parse_expr", "rules_from_config"]
+
+BURN_ALERT = "SloguardErrorBudgetBurn"
+UNDELIVERED_METRIC = "sloguard_notifications_undelivered"
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One alerting rule. One expr: an instance per matching series; several: all must hold ("and")."""
+
+    name: str
+    exprs: tuple[Expr, ...]
+    for_: float = 0.0
+    keep_firing_for: float = 0.0
+    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    key: str = ""
+    source: str = ""  # expr text as written (threshold rules), copied verbatim into generated rules
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            object.__setattr__(self, "key", self.name)
+
+
+def _m(**kw: object) -> Mapping[str, str]:
+    return MappingProxyType({k: str(v) for k, v in kw.items() if v})
+
+
+# Built-in operational rules: (name, expr, for, severity, summary). Also emitted by the rule generator.
+BUILTIN_ALERTS: tuple[tuple[str, str, float, str, str], ...] = (
+    ("SloguardSourceDown", 'sloguard_source_up{source!~"scrape|nvml"} == 0', 120.0, "warning",
+     "sloguard source {{ $labels.source }} for {{ $labels.target }} is failing"),
+    ("SloguardTargetDown", 'sloguard_source_up{source="scrape"} == 0', 300.0, "critical",
+     "inference target {{ $labels.target }} cannot be scraped"),
+    ("SloguardProbeStale", "sloguard_probe_last_success_age_seconds > 600", 60.0, "warning",
+     "probe {{ $labels.probe }} has not succeeded for {{ $value }}s"),
+    ("SloguardGPUCollectionFailing", 'sloguard_source_up{source="nvml"} == 0', 300.0, "warning",
+     "GPU metrics collection (NVML) is failing"),
+    ("SloguardNotificationExpired", f'{UNDELIVERED_METRIC}{{outcome="expired"}} > 0', 0.0, "critical",
+     "{{ $value }} notification(s) to {{ $labels.notifier }} expired undelivered in the last hour"),
+    ("SloguardNotificationFailed", f'{UNDELIVERED_METRIC}{{outcome="failed"}} > 0', 0.0, "critical",
+     "{{ $value }} notification(s) to {{ $labels.notifier }} were rejected permanently in the last hour"),
+)
+
+
+def threshold_rule(spec: AlertSpec) -> Rule:
+    """Return the rule for one `alerts:` entry; raise ExprError on an expression outside the subset."""
+    annotations = {"summary": spec.summary, "description": spec.description,
+                   "runbook_url": spec.runbook_url or "", **spec.annotations}
+    return Rule(spec.name, (parse_expr(spec.expr),), spec.for_, spec.keep_firing_for,
+                MappingProxyType({**spec.labels, "severity": spec.severity}),
+                MappingProxyType({k: v for k, v in annotations.items() if v}), source=spec.expr)
+
+
+def builtin_rules() -> tuple[Rule, ...]:
+    """Return the built-in operational rules."""
+    return tuple(Rule(n, (parse_expr(e),), f, labels=_m(severity=s), annotations=_m(summary=t), source=e)
+                 for n, e, f, s, t in BUILTIN_ALERTS)
+
+
+def burn_annotations(slo: SLO, bw: BurnWindow) -> Mapping[str, str]:
+    """Return the annotations of one burn-rate alert (shared with the rule generator)."""
+    objective = budget_objective(slo)
+    long_w, short_w = format_duration(bw.long), format_duration(bw.short)
+    return _m(
+        summary=f"SLO {slo.name} is burning its error budget {bw.factor(slo.window):.3g}x too fast "
+                f"({long_w}/{short_w})",
+        description=f"burn rate {{{{ $value }}}}x over {long_w}; objective {objective * 100:g}% "
+                    f"over {format_duration(slo.window)}",
+        objective=f"{objective:g}", runbook_url=slo.runbook_url, dashboard_url=slo.dashboard_url)
+
+
+def burn_labels(slo: SLO, bw: BurnWindow) -> Mapping[str, str]:
+    """Return the labels of one burn-rate alert (shared with the rule generator)."""
+    return _m(severity=bw.severity, slo=slo.name, long_window=format_duration(bw.long),
+              short_window=format_duration(bw.short))
+
+
+def burn_rules(slo: SLO) -> tuple[Rule, ...]:
+    """Return one rule per BURN_WINDOWS row: long and short window burn rates both above the factor."""
+    out = []
+    for bw in BURN_WINDOWS:
+        f = bw.factor(slo.window)
+        exprs = tuple(parse_expr(f'sloguard_slo_burn_rate{{slo="{slo.name}",window="{format_duration(w)}"}} > {f!r}')
+                      for w in (bw.long, bw.short))
+        labels = burn_labels(slo, bw)
+        out.append(Rule(BURN_ALERT, exprs, labels=labels, annotations=burn_annotations(slo, bw),
+                        key=f"{BURN_ALERT}:{slo.name}:{labels['long_window']}:{labels['short_window']}"))
+    return tuple(out)
+
+
+def rules_from_config(cfg: Config) -> tuple[Rule, ...]:
+    """Return every rule of a config: threshold, built-in (if enabled) and burn-rate rules."""
+    rules = [threshold_rule(a) for a in cfg.alerts]
+    if cfg.builtin_alerts:
+        rules.extend(builtin_rules())
+    for slo in slos_from_config(cfg):
+        rules.extend(burn_rules(slo))
+    return tuple(rules)
+
+
+_TEMPLATE = re.compile(r"\{\{\s*\$(labels\.([a-zA-Z_][a-zA-Z0-9_]*)|value)\s*\}\}")
+
+
+def render(template: str, labels: Mapping[str, str], value: float) -> str:
+    """Expand `{{ $labels.x }}` and `{{ $value }}`; a missing label expands to ""."""
+    return _TEMPLATE.sub(lambda m: labels.get(m.group(2), "") if m.group(2) else f"{value:g}", template)

@@ -1,0 +1,100 @@
+"""The `sloguard` command: one subcommand per job; helper-owned subcommands are loaded lazily."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import sys
+from collections.abc import Callable, Sequence
+
+from sloguard import __version__
+
+# Subcommands implemented as `main(argv) -> int` in their own modules; imported only when used,
+# so `sloguard check` never pays for aiohttp, numpy or slack-sdk imports.
+DELEGATED: dict[str, tuple[str, str]] = {
+    "probe": ("sloguard.probes.cli", "run synthetic streaming probes once and print the results"),
+    "evaluate": ("sloguard.slo.cli", "evaluate probe-sourced SLOs over recorded probe results"),
+    "rules": ("sloguard.rulegen.cli", "generate Prometheus recording and alerting rules"),
+    "inspect-metrics": ("sloguard.sources.inspect", "parse and normalise an engine's /metrics"),
+    "sim": ("sloguard.sim.cli", "run the built-in inference-server simulator"),
+    "canary": ("sloguard.probes.canary", "run the GPU canary once"),
+    "demo": ("sloguard.demo", "run the simulator and the daemon and show live SLO status"),
+}
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from sloguard.daemon import serve
+
+    return asyncio.run(serve(args.config, args.web_config_file, args.listen))
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from sloguard.components import read_secrets
+    from sloguard.config.load import ConfigError, load_config
+
+    try:
+        cfg = load_config(args.config)
+        if args.secrets:
+            read_secrets(cfg)
+    except ConfigError as exc:
+        print(f"{args.config}: invalid configuration ({len(exc.errors)} error(s))", file=sys.stderr)
+        for line in exc.errors:
+            print(line, file=sys.stderr)
+        return 2
+    print(f"{args.config}: ok ({len(cfg.targets)} targets, {len(cfg.probes)} probes, {len(cfg.slos)} SLOs, "
+          f"{len(cfg.alerts)} alerts, {len(cfg.notifiers)} notifiers)")
+    return 0
+
+
+def _cmd_config(args: argparse.Namespace) -> int:
+    from sloguard.config.spec import Config
+
+    schema = Config.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "sloguard configuration (version: sloguard/v1)"
+    print(json.dumps(schema, indent=2, sort_keys=True))
+    return 0
+
+
+def _cmd_version(_: argparse.Namespace) -> int:
+    print(f"sloguard {__version__}")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sloguard", description="LLM inference latency SLO daemon and exporter.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = sub.add_parser("run", help="run the daemon")
+    run.add_argument("-c", "--config", required=True)
+    run.add_argument("--web.config.file", dest="web_config_file", help="exporter-toolkit web config (TLS, auth)")
+    run.add_argument("--web.listen-address", dest="listen", help="override the config's listen address")
+    run.set_defaults(fn=_cmd_run)
+    check = sub.add_parser("check", help="validate a config file (exit 2 on errors)")
+    check.add_argument("-c", "--config", required=True)
+    check.add_argument("--secrets", action="store_true", help="also read every referenced secret")
+    check.set_defaults(fn=_cmd_check)
+    config = sub.add_parser("config", help="config helpers")
+    config.add_argument("what", choices=["schema"], help="schema: print the JSON Schema of the config")
+    config.set_defaults(fn=_cmd_config)
+    sub.add_parser("version", help="print the version").set_defaults(fn=_cmd_version)
+    for name, (_, help_text) in DELEGATED.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return the exit code (2 for usage or configuration errors)."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] in DELEGATED:
+        module = importlib.import_module(DELEGATED[args_list[0]][0])
+        delegate: Callable[[list[str]], int] = module.main
+        return delegate(args_list[1:])
+    args = _parser().parse_args(args_list)
+    fn: Callable[[argparse.Namespace], int] = args.fn
+    return fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""Cross-field checks that pydantic's per-field validation cannot express; each returns `PATH: message`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from sloguard.config.spec import Config
+
+Check = Callable[[Config], Iterable[str]]
+
+
+def _duplicates(items: Iterable[Any], path: str) -> Iterable[str]:
+    seen: dict[str, int] = {}
+    for i, item in enumerate(items):
+        if item.name in seen:
+            yield f"{path}[{i}].name: duplicate name {item.name!r} (first used at {path}[{seen[item.name]}])"
+        else:
+            seen[item.name] = i
+
+
+def check_unique_names(cfg: Config) -> Iterable[str]:
+    """Names are identifiers in labels and rule names, so they must be unique per list."""
+    for path in ("targets", "probes", "slos", "alerts", "notifiers"):
+        yield from _duplicates(getattr(cfg, path), path)
+    yield from _duplicates(cfg.host.processes, "host.processes")
+
+
+def check_references(cfg: Config) -> Iterable[str]:
+    """Every probe, SLO and process must name a target (and probe) that exists."""
+    targets = {t.name: t for t in cfg.targets}
+    probes = {p.name: p for p in cfg.probes}
+    for i, p in enumerate(cfg.probes):
+        t = targets.get(p.target)
+        if t is None:
+            yield f"probes[{i}].target: unknown target {p.target!r}"
+        elif t.api_url is None:
+            yield f"probes[{i}].target: target {p.target!r} has no api_url to probe"
+    for i, s in enumerate(cfg.slos):
+        if s.target not in targets:
+            yield f"slos[{i}].target: unknown target {s.target!r}"
+        if s.probe is not None and s.probe not in probes:
+            yield f"slos[{i}].probe: unknown probe {s.probe!r}"
+        elif s.probe is not None and probes[s.probe].target != s.target:
+            yield f"slos[{i}].probe: probe {s.probe!r} targets {probes[s.probe].target!r}, not {s.target!r}"
+    for i, proc in enumerate(cfg.host.processes):
+        if proc.target is not None and proc.target not in targets:
+            yield f"host.processes[{i}].target: unknown target {proc.target!r}"
+
+
+def check_timeouts(cfg: Config) -> Iterable[str]:
+    """A timeout at or above its interval would let runs of the same job overlap."""
+    for i, p in enumerate(cfg.probes):
+        if p.timeout >= p.interval:
+            yield f"probes[{i}].timeout: must be < interval ({p.timeout:g}s >= {p.interval:g}s)"
+    for i, t in enumerate(cfg.targets):
+        if t.scrape_timeout >= t.scrape_interval:
+            yield (f"targets[{i}].scrape_timeout: must be < scrape_interval "
+                   f"({t.scrape_timeout:g}s >= {t.scrape_interval:g}s)")
+        if t.metrics_url is None and t.api_url is None:
+            yield f"targets[{i}]: needs metrics_url, api_url or both"
+        if t.api_key_file is not None and t.api_key_env is not None:
+            yield f"targets[{i}].api_key_file: set api_key_file or api_key_env, not both"
+
+
+def check_slos(cfg: Config) -> Iterable[str]:
+    """An SLO must measure something, and server SLOs can only use what engines export."""
+    for i, s in enumerate(cfg.slos):
+        if not s.objectives and s.goodput is None and s.error_rate is None:
+            yield f"slos[{i}]: needs at least one of objectives, goodput, error_rate"
+        if s.goodput is not None and not any((s.goodput.ttft, s.goodput.tpot, s.goodput.e2e, s.goodput.itl)):
+            yield f"slos[{i}].goodput: needs at least one latency threshold (ttft, tpot, e2e, itl)"
+        if s.source == "server":
+            if s.probe is not None:
+                yield f"slos[{i}].probe: only allowed with source: probe"
+            if s.goodput is not None:
+                yield f"slos[{i}].goodput: needs per-request data, only available with source: probe"
+            for j, o in enumerate(s.objectives):
+                if o.metric == "ttfot":
+                    yield f"slos[{i}].objectives[{j}].metric: ttfot is only measured by probes"
+        elif s.source == "probe":
+            for j, o in enumerate(s.objectives):
+                if o.metric in ("queue", "prefill"):
+                    yield f"slos[{i}].objectives[{j}].metric: {o.metric} is only known server-side (source: server)"
+
+
+def check_notifiers(cfg: Config) -> Iterable[str]:
+    """Each notifier needs exactly one way to reach its receiver."""
+    for i, n in enumerate(cfg.notifiers):
+        if n.type == "slack":
+            ways = [n.token_file or n.token_env, n.webhook_url_file or n.webhook_url_env]
+            if sum(1 for w in ways if w) != 1:
+                yield f"notifiers[{i}]: slack needs exactly one of token_file/token_env or webhook_url_file/webhook_url_env"
+            if (n.token_file or n.token_env) and not n.channel:
+                yield f"notifiers[{i}].channel: required with a bot token"
+        elif n.type == "webhook" and not (n.url or n.url_with_secret_file or n.url_with_secret_env):
+            yield f"notifiers[{i}].url: required (or url_with_secret_file / url_with_secret_env)"
+
+
+def check_processes(cfg: Config) -> Iterable[str]:
+    """A serving process needs exactly one matcher, and regexes must compile."""
+    for i, p in enumerate(cfg.host.processes):
+        ways = [p.process_name, p.cmdline_regex, p.pid_file]
+        if sum(1 for w in ways if w) != 1:
+            yield f"host.processes[{i}]: set exactly one of process_name, cmdline_regex, pid_file"
+        if p.cmdline_regex:
+            try:
+                re.compile(p.cmdline_regex)
+            except re.error as exc:
+                yield f"host.processes[{i}].cmdline_regex: invalid regex: {exc}"
+
+
+def check_alert_exprs(cfg: Config) -> Iterable[str]:
+    """Alert expressions must be in the supported PromQL subset, so they also work verbatim in Prometheus."""
+    try:
+        from sloguard.alerts.rules import parse_expr
+    except ImportError:  # alerting not built in this tree yet
+        return
+    for i, a in enumerate(cfg.alerts):
+        try:
+            parse_expr(a.expr)
+        except ValueError as exc:
+            yield f"alerts[{i}].expr: {exc}"
+
+
+CHECKS: tuple[Check, ...] = (
+    check_unique_names, check_references, check_timeouts, check_slos, check_notifiers, check_processes,
+    check_alert_exprs,
+)
+
+
+def cross_check(cfg: Config) -> list[str]:
+    """Run every check and return all problems found, in table order."""
+    return [line for check in CHECKS for line in check(cfg)]

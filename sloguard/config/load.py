@@ -1,0 +1,113 @@
+"""Load YAML into a validated Config; every problem becomes one `PATH: message` line, all at once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from sloguard.config.checks import cross_check
+from sloguard.config.spec import Config
+
+# Discriminator tags pydantic inserts into error locations of tagged unions; they are not config keys.
+_UNION_TAGS = frozenset({"slack", "alertmanager", "webhook", "log", "console"})
+
+
+class ConfigError(Exception):
+    """Configuration is invalid; `errors` holds one `PATH: message` line per problem."""
+
+    def __init__(self, errors: Sequence[str], source: str = "") -> None:
+        self.errors = list(errors)
+        self.source = source
+        head = f"{source}: " if source else ""
+        super().__init__(head + f"{len(self.errors)} error(s):\n" + "\n".join(self.errors))
+
+
+def format_path(loc: Sequence[int | str]) -> str:
+    """Render a pydantic location as `slos[1].objectives[0].threshold`."""
+    out = ""
+    prev: int | str | None = None
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif isinstance(prev, int) and part in _UNION_TAGS:
+            pass
+        elif part.startswith("function-") or part.startswith("tagged-union"):
+            pass
+        else:
+            out += ("." if out else "") + part
+        prev = part
+    return out or "(root)"
+
+
+def _message(err: Any) -> str:
+    kind, ctx, msg = err["type"], err.get("ctx") or {}, err["msg"]
+    simple = {
+        "greater_than": "must be > {gt}",
+        "greater_than_equal": "must be >= {ge}",
+        "less_than": "must be < {lt}",
+        "less_than_equal": "must be <= {le}",
+        "extra_forbidden": "unknown key",
+        "missing": "required key is missing",
+        "string_pattern_mismatch": "does not match the pattern {pattern}",
+        "too_short": "must have at least {min_length} item(s)",
+    }
+    if kind in simple:
+        return simple[kind].format(**ctx)
+    if kind == "literal_error":
+        return f"must be one of {ctx.get('expected')}, got {err.get('input')!r}"
+    if kind == "union_tag_invalid":
+        return f"unknown type {ctx.get('tag')!r}: expected one of {ctx.get('expected_tags')}"
+    if kind == "value_error":
+        return str(msg).removeprefix("Value error, ")
+    return str(msg)
+
+
+def errors_from_validation(exc: ValidationError) -> list[str]:
+    """Turn pydantic's errors into `PATH: message` lines, in document order."""
+    lines = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        if err["type"] == "extra_forbidden" and loc:
+            lines.append(f"{format_path(loc)}: unknown key")
+            continue
+        lines.append(f"{format_path(loc)}: {_message(err)}")
+    return lines
+
+
+def parse_config(data: Any, source: str = "") -> Config:
+    """Validate a parsed YAML document; raise ConfigError with every problem found."""
+    if not isinstance(data, dict):
+        raise ConfigError(["(root): the file must be a YAML mapping"], source)
+    try:
+        cfg = Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(errors_from_validation(exc), source) from None
+    problems = cross_check(cfg)
+    if problems:
+        raise ConfigError(problems, source)
+    return cfg
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate a config file; raise ConfigError (never another exception) on any problem."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError([f"(file): cannot read {p}: {exc.strerror}"], str(p)) from None
+    return load_config_text(text, str(p))
+
+
+def load_config_text(text: str, source: str = "<string>") -> Config:
+    """Validate YAML text; raise ConfigError on syntax or schema problems."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "?"
+        raise ConfigError([f"(yaml): {where}: {getattr(exc, 'problem', None) or exc}"], source) from None
+    return parse_config(data, source)

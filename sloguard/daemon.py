@@ -1,0 +1,253 @@
+"""The long-running daemon: build from config, run sources and evaluation, serve, reload, drain on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import platform
+import signal
+import time
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+
+from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
+from prometheus_client.metrics_core import Metric
+
+from sloguard import __version__
+from sloguard.alerts.service import Alerting
+from sloguard.clock import Clock, SystemClock
+from sloguard.components import Secrets, build_sources, read_secrets
+from sloguard.config.load import ConfigError, load_config
+from sloguard.config.spec import Config
+from sloguard.exporter.server import Endpoints, start_server
+from sloguard.exporter.snapshot import Snapshot
+from sloguard.exporter.webconfig import load_web_config
+from sloguard.log import setup_logging
+from sloguard.model import ServerView
+from sloguard.probes import jobs_from_config
+from sloguard.probes.history import ProbeHistory
+from sloguard.probes.metrics import ProbeMetrics
+from sloguard.probes.worker import ProbeWorker
+from sloguard.slo.engine import SLOEngine
+from sloguard.slo.model import slos_from_config
+from sloguard.sources.base import Source, SourceOutput
+from sloguard.sources.runner import SourceRunner
+from sloguard.store import Store
+from sloguard.windows.server import ServerWindows
+
+log = logging.getLogger("sloguard.daemon")
+DRAIN_INTERVAL = 0.25
+PRUNE_INTERVAL = 3600.0
+
+
+class Daemon:
+    """Owns every component; the event loop is the only writer, so no component needs its own lock."""
+
+    def __init__(self, config_path: str, web_config_path: str | None = None, listen: str | None = None,
+                 clock: Clock | None = None) -> None:
+        self.config_path = config_path
+        self.web_config_path = web_config_path
+        self.listen_override = listen
+        self.clock = clock or SystemClock()
+        self.snapshot = Snapshot()
+        self.stopping = asyncio.Event()
+        self.reload_ok = 1.0
+        self.reload_ts = 0.0
+        self.evaluated = False
+        self.started = time.time()
+        self.port = 0
+        self._tasks: list[asyncio.Task[None]] = []
+        self._reload_lock = asyncio.Lock()
+
+    def _build(self, cfg: Config) -> tuple[Secrets, list[Source]]:
+        secrets = read_secrets(cfg)
+        return secrets, build_sources(cfg, secrets, self.clock)
+
+    async def start(self) -> None:
+        """Load config, build and start everything; raise ConfigError if the first config is bad."""
+        cfg = load_config(self.config_path)
+        setup_logging(cfg.log.format, cfg.log.level)
+        web_config = load_web_config(self.web_config_path)
+        secrets, sources = self._build(cfg)
+        self.cfg = cfg
+        self.store = Store(Path(cfg.state_dir) / "sloguard.db", self.clock)
+        slos = slos_from_config(cfg)
+        self.slo = SLOEngine(slos, self.clock)
+        horizon = max((s.window for s in slos), default=0.0)
+        self.slo.rebuild(self.store.probe_results_since(self.clock.now() - horizon))
+        self.server_windows = ServerWindows()
+        self.probe_metrics = ProbeMetrics()
+        self.history = ProbeHistory(cfg.probe_settings.history_size)
+        self.worker = ProbeWorker(jobs_from_config(cfg, secrets.targets))
+        self.worker.start()
+        self.alerting = Alerting(cfg, self.store, self.clock, secrets.notifiers)
+        self.runner = SourceRunner(self.snapshot, self._on_output, self.clock)
+        self.runner.start(sources)
+        self.reload_ts = self.clock.now()
+        self._publish_self()
+        ep = Endpoints(self.snapshot, self.reload, lambda: self.evaluated, {
+            "slos": lambda: self.slo.api_json(self.statuses),
+            "probes": self.history.snapshot,
+            "alerts": self.alerting.debug_json,
+        })
+        self.statuses: list[Any] = []
+        self.http, self.port = await start_server(ep, web_config, self.listen_override or cfg.listen)
+        for coro in (self._loop(self.cfg.evaluation_interval, self.evaluate, first=0.5),
+                     self._loop(DRAIN_INTERVAL, self.drain_probes),
+                     self._loop(PRUNE_INTERVAL, self._prune),
+                     self._alert_delivery()):
+            self._tasks.append(asyncio.create_task(coro))
+        log.info("sloguard started", extra={"version": __version__, "listen": self.listen_override or cfg.listen,
+                                            "port": self.port, "sources": len(sources),
+                                            "probes": len(cfg.probes), "slos": len(cfg.slos)})
+
+    def _on_output(self, src: Source, out: SourceOutput) -> None:
+        if isinstance(out.payload, ServerView):
+            self.server_windows.add(out.payload)
+
+    async def _loop(self, interval: float, step: Any, first: float | None = None) -> None:
+        await asyncio.sleep(interval if first is None else first)
+        while not self.stopping.is_set():
+            try:
+                step()
+            except Exception:  # one bad cycle must not end the loop
+                log.exception("periodic step failed", extra={"step": getattr(step, "__name__", "?")})
+            await asyncio.sleep(interval)
+
+    async def _alert_delivery(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                await self.alerting.run()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("alert delivery loop crashed; restarting in 1s")
+                await asyncio.sleep(1.0)
+
+    def drain_probes(self) -> None:
+        """Move probe results from the probe process into the store, metrics, history and SLO windows."""
+        results = self.worker.drain()
+        if not results:
+            return
+        self.store.add_probe_results(results)
+        for r in results:
+            self.probe_metrics.observe(r)
+            self.history.add(r)
+        self.slo.add_probe_results(results)
+
+    def evaluate(self) -> None:
+        """Evaluate SLOs and alerts and publish the snapshot; the exporter serves it until the next cycle."""
+        start = time.perf_counter()
+        now = self.clock.now()
+        self.drain_probes()
+        self.statuses = self.slo.evaluate(now, self.server_windows)
+        self.snapshot.put("slo", self.slo.families(self.statuses))
+        self.snapshot.put("server", self.server_windows.families(now))
+        self.snapshot.put("probes", self.probe_metrics.families(now))
+        self.alerting.evaluate(self.snapshot.samples(), now)
+        self.snapshot.put("alerts", self.alerting.families(now))
+        self.eval_seconds = time.perf_counter() - start
+        self.evaluated = True
+        self._publish_self()
+
+    def _prune(self) -> None:
+        self.store.prune(self.cfg.probe_settings.retention)
+
+    def _publish_self(self) -> None:
+        self.snapshot.put("self", self.self_families())
+
+    def self_families(self) -> list[Metric]:
+        """Return sloguard's own series: build info, reload state, evaluation and render cost."""
+        info = InfoMetricFamily("sloguard_build", "sloguard version and runtime (constant).")
+        info.add_metric([], {"version": __version__, "python": platform.python_version()})
+        fams: list[Metric] = [info]
+        for name, doc, value in (
+            ("sloguard_config_last_reload_successful", "1 if the last config (re)load succeeded.", self.reload_ok),
+            ("sloguard_config_last_reload_success_timestamp_seconds", "Unix time of the last good load.",
+             self.reload_ts),
+            ("sloguard_evaluation_duration_seconds", "Duration of the last evaluation cycle.",
+             getattr(self, "eval_seconds", 0.0)),
+            ("sloguard_exposition_render_seconds", "Duration of the last /metrics render (cached per change).",
+             self.snapshot.last_render_seconds),
+            ("sloguard_probe_worker_up", "1 while the probe process is alive.",
+             1.0 if self.worker.alive() else 0.0),
+            ("sloguard_start_time_seconds", "Unix time the daemon started.", self.started),
+        ):
+            g = GaugeMetricFamily(name, doc)
+            g.add_metric([], value)
+            fams.append(g)
+        return fams
+
+    async def reload(self) -> bool:
+        """Build the new config completely, then swap; on any error keep the old one and return False."""
+        async with self._reload_lock:
+            try:
+                cfg = load_config(self.config_path)
+                secrets, sources = self._build(cfg)
+                slos = slos_from_config(cfg)
+                jobs = jobs_from_config(cfg, secrets.targets)
+            except ConfigError as exc:
+                self.reload_ok = 0.0
+                self._publish_self()
+                log.error("config reload failed; keeping the running config",
+                          extra={"file": self.config_path, "errors": "; ".join(exc.errors)})
+                return False
+            self._swap(cfg, secrets, sources, slos, jobs)
+            return True
+
+    def _swap(self, cfg: Config, secrets: Secrets, sources: list[Source], slos: Any, jobs: Any) -> None:
+        if cfg.state_dir != self.cfg.state_dir or cfg.listen != self.cfg.listen:
+            log.warning("state_dir and listen changes take effect on restart only")
+        setup_logging(cfg.log.format, cfg.log.level)
+        old = self.runner.replace(sources)
+        for src in old:
+            asyncio.create_task(_quietly(src.close()))
+        self.worker.update(jobs)
+        self.slo.reconfigure(slos)
+        self.alerting.reconfigure(cfg, secrets.notifiers)
+        self.cfg = cfg
+        self.reload_ok, self.reload_ts = 1.0, self.clock.now()
+        self._publish_self()
+        log.info("config reloaded", extra={"file": self.config_path})
+
+    async def shutdown(self) -> None:
+        """Stop schedules, stop the probe process, flush state and close; bounded well under 10 s."""
+        self.stopping.set()
+        self.runner.shutdown()
+        await asyncio.to_thread(self.worker.stop, 3.0)
+        with contextlib.suppress(Exception):
+            self.drain_probes()
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.alerting.close(), 2.0)
+        for src in self.runner.sources:
+            await _quietly(src.close())
+        await self.http.cleanup()
+        self.store.close()
+        log.info("sloguard stopped")
+
+
+async def _quietly(coro: Coroutine[Any, Any, None]) -> None:
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(coro, 2.0)
+
+
+async def serve(config_path: str, web_config_path: str | None = None, listen: str | None = None) -> int:
+    """Run the daemon until SIGTERM/SIGINT; SIGHUP reloads. Return the process exit code."""
+    daemon = Daemon(config_path, web_config_path, listen)
+    try:
+        await daemon.start()
+    except ConfigError as exc:
+        print(f"sloguard: invalid configuration {exc.source}:", *exc.errors, sep="\n  ")
+        return 2
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(daemon.reload()))
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, daemon.stopping.set)
+    await daemon.stopping.wait()
+    await daemon.shutdown()
+    return 0

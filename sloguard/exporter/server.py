@@ -1,0 +1,115 @@
+"""HTTP surface: /metrics from the cached snapshot, health, readiness, reload, JSON APIs, landing page."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from sloguard import __version__
+from sloguard.exporter.snapshot import Snapshot
+from sloguard.exporter.webconfig import WebConfig
+
+log = logging.getLogger("sloguard.exporter")
+CONTENT_TYPE_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+CONTENT_TYPE_OM = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+JSONProvider = Callable[[], Mapping[str, object] | list[object]]
+
+_LANDING = """<!doctype html><html><head><title>sloguard</title></head><body>
+<h1>sloguard {version}</h1><p>LLM inference latency SLOs.</p><ul>
+<li><a href="metrics">/metrics</a></li><li><a href="api/v1/slos">/api/v1/slos</a></li>
+<li><a href="debug/probes">/debug/probes</a></li><li><a href="debug/alerts">/debug/alerts</a></li>
+<li><a href="-/healthy">/-/healthy</a></li><li><a href="-/ready">/-/ready</a></li></ul></body></html>
+"""
+
+
+@dataclass
+class Endpoints:
+    """What the HTTP layer reads; the daemon fills it and swaps the providers on reload."""
+
+    snapshot: Snapshot
+    reload: Callable[[], Awaitable[bool]]
+    ready: Callable[[], bool]
+    json_providers: dict[str, JSONProvider] = field(default_factory=dict)
+
+
+def _wants_openmetrics(request: web.Request) -> bool:
+    return "application/openmetrics-text" in request.headers.get("Accept", "")
+
+
+def build_app(ep: Endpoints, web_config: WebConfig) -> web.Application:
+    """Return the aiohttp application; basic auth (bcrypt) guards every path when users are configured."""
+
+    @web.middleware
+    async def auth(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+                   ) -> web.StreamResponse:
+        if web_config.auth_required:
+            ok = await asyncio.to_thread(web_config.check_header, request.headers.get("Authorization"))
+            if not ok:
+                # Same answer for unknown users and wrong passwords: nothing to learn about who exists.
+                return web.Response(status=401, text="Unauthorized\n",
+                                    headers={"WWW-Authenticate": 'Basic realm="sloguard"'})
+        return await handler(request)
+
+    async def metrics(request: web.Request) -> web.Response:
+        om = _wants_openmetrics(request)
+        body = ep.snapshot.render(openmetrics_format=om)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_OM if om else CONTENT_TYPE_TEXT})
+
+    async def healthy(_: web.Request) -> web.Response:
+        return web.Response(text="sloguard is healthy.\n")
+
+    async def ready(_: web.Request) -> web.Response:
+        if ep.ready():
+            return web.Response(text="sloguard is ready.\n")
+        return web.Response(status=503, text="sloguard is not ready: first evaluation pending.\n")
+
+    async def reload(_: web.Request) -> web.Response:
+        if await ep.reload():
+            return web.Response(text="config reloaded\n")
+        return web.Response(status=500, text="config reload failed: old config still active; see the log\n")
+
+    async def landing(_: web.Request) -> web.Response:
+        return web.Response(text=_LANDING.format(version=__version__), content_type="text/html")
+
+    def provider(name: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def handler(_: web.Request) -> web.Response:
+            fn = ep.json_providers.get(name)
+            if fn is None:
+                return web.json_response({"error": f"{name} not enabled"}, status=404)
+            return web.Response(text=json.dumps(fn(), default=str, indent=1), content_type="application/json")
+        return handler
+
+    app = web.Application(middlewares=[auth])
+    app.router.add_get("/", landing)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/-/healthy", healthy)
+    app.router.add_get("/-/ready", ready)
+    app.router.add_post("/-/reload", reload)
+    app.router.add_put("/-/reload", reload)
+    for name, path in (("slos", "/api/v1/slos"), ("probes", "/debug/probes"), ("alerts", "/debug/alerts")):
+        app.router.add_get(path, provider(name))
+    return app
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    """Split `host:port` (`:9478` means all interfaces, `[::1]:9478` IPv6)."""
+    host, _, port = listen.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    return host, int(port)
+
+
+async def start_server(ep: Endpoints, web_config: WebConfig, listen: str) -> tuple[web.AppRunner, int]:
+    """Start serving; return the runner and the bound port (port 0 picks a free one)."""
+    runner = web.AppRunner(build_app(ep, web_config), access_log=None, handle_signals=False)
+    await runner.setup()
+    host, port = parse_listen(listen)
+    site = web.TCPSite(runner, host, port, ssl_context=web_config.ssl_context, reuse_address=True)
+    await site.start()
+    server = site._server
+    bound = server.sockets[0].getsockname()[1] if server is not None and server.sockets else port
+    return runner, int(bound)

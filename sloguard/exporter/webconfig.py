@@ -1,0 +1,115 @@
+"""The exporter-toolkit web config file (`--web.config.file`): TLS, mTLS and bcrypt basic auth."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import ssl
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import bcrypt
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sloguard.config.load import ConfigError, errors_from_validation
+
+_VERSIONS = {"TLS10": ssl.TLSVersion.TLSv1, "TLS11": ssl.TLSVersion.TLSv1_1,
+             "TLS12": ssl.TLSVersion.TLSv1_2, "TLS13": ssl.TLSVersion.TLSv1_3}
+ClientAuth = Literal["NoClientCert", "RequestClientCert", "RequireAnyClientCert",
+                     "VerifyClientCertIfGiven", "RequireAndVerifyClientCert"]
+# A valid hash that matches nothing, so unknown users cost the same bcrypt time as known ones.
+_DUMMY_HASH = bcrypt.hashpw(b"sloguard-unknown-user", bcrypt.gensalt(rounds=10))
+
+
+class TLSServerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    cert_file: str
+    key_file: str
+    client_auth_type: ClientAuth = "NoClientCert"
+    client_ca_file: str | None = None
+    min_version: Literal["TLS10", "TLS11", "TLS12", "TLS13"] = "TLS12"
+    max_version: Literal["TLS10", "TLS11", "TLS12", "TLS13"] | None = None
+
+
+class WebConfigSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tls_server_config: TLSServerConfig | None = None
+    basic_auth_users: dict[str, str] = Field(default_factory=dict)
+    http_server_config: dict[str, object] = Field(default_factory=dict)
+
+
+@dataclass
+class WebConfig:
+    """Loaded web config: an SSL context (or None) and the bcrypt hashes of allowed users."""
+
+    ssl_context: ssl.SSLContext | None = None
+    users: dict[str, bytes] = field(default_factory=dict)
+    _ok_cache: set[bytes] = field(default_factory=set)
+
+    @property
+    def auth_required(self) -> bool:
+        return bool(self.users)
+
+    def check_header(self, header: str | None) -> bool:
+        """Return True if an Authorization header carries a valid user and password (bcrypt, cached on success)."""
+        if not self.users:
+            return True
+        if not header or not header.startswith("Basic "):
+            return False
+        try:
+            user, _, password = base64.b64decode(header[6:], validate=True).decode("utf-8").partition(":")
+        except (ValueError, UnicodeDecodeError):
+            return False
+        key = hashlib.sha256(f"{user}\0{password}".encode()).digest()
+        if any(hmac.compare_digest(key, k) for k in self._ok_cache):
+            return True
+        hashed = self.users.get(user, _DUMMY_HASH)
+        ok = bcrypt.checkpw(password.encode(), hashed) and user in self.users
+        if ok:
+            self._ok_cache.add(key)
+        return ok
+
+
+def _ssl_context(tls: TLSServerConfig, base: Path) -> ssl.SSLContext:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = _VERSIONS[tls.min_version]
+    if tls.max_version:
+        ctx.maximum_version = _VERSIONS[tls.max_version]
+    ctx.load_cert_chain(base / tls.cert_file, base / tls.key_file)
+    if tls.client_auth_type != "NoClientCert":
+        if tls.client_ca_file:
+            ctx.load_verify_locations(base / tls.client_ca_file)
+        strict = tls.client_auth_type in ("RequireAnyClientCert", "RequireAndVerifyClientCert")
+        ctx.verify_mode = ssl.CERT_REQUIRED if strict else ssl.CERT_OPTIONAL
+    return ctx
+
+
+def load_web_config(path: str | Path | None) -> WebConfig:
+    """Load and check a web config file (paths inside are relative to it); raise ConfigError on any problem."""
+    if path is None:
+        return WebConfig()
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        spec = WebConfigSpec.model_validate(data)
+    except OSError as exc:
+        raise ConfigError([f"(file): cannot read {p}: {exc.strerror}"], str(p)) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError([f"(yaml): {exc}"], str(p)) from None
+    except ValidationError as exc:
+        raise ConfigError(errors_from_validation(exc), str(p)) from None
+    ctx = None
+    if spec.tls_server_config is not None:
+        try:
+            ctx = _ssl_context(spec.tls_server_config, p.parent)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError([f"tls_server_config: {exc}"], str(p)) from None
+    users = {}
+    for user, hashed in spec.basic_auth_users.items():
+        if not hashed.startswith(("$2a$", "$2b$", "$2y$")):
+            raise ConfigError([f"basic_auth_users.{user}: must be a bcrypt hash"], str(p))
+        users[user] = hashed.encode()
+    return WebConfig(ssl_context=ctx, users=users)

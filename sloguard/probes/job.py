@@ -1,0 +1,66 @@
+"""ProbeJob: one configured probe, flattened from the config into a picklable value for the probe process."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from sloguard.config.spec import Config, ProbeSpec, TargetSpec
+
+LONG_BUCKET = "long"
+
+
+@dataclass(frozen=True)
+class ProbeJob:
+    """Everything one probe needs to send requests; `api_key` is hidden from repr."""
+
+    name: str
+    target: str
+    api: str
+    url: str
+    model: str
+    max_tokens: int = 64
+    ignore_eos: bool = False
+    timeout: float = 20.0
+    interval: float = 30.0
+    prompts: tuple[tuple[int, float], ...] = ((64, 1.0),)
+    prompt_buckets: tuple[tuple[str, int], ...] = (("short", 256), ("medium", 2048))
+    api_key: str | None = field(default=None, repr=False)
+
+
+def jobs_from_config(cfg: Config, secrets: Mapping[str, str]) -> list[ProbeJob]:
+    """Build one job per configured probe; `secrets` maps target name -> API key.
+
+    Raises ValueError naming the probe when its target is unknown or has no `api_url`.
+    """
+    targets = {t.name: t for t in cfg.targets}
+    buckets = tuple(sorted(cfg.probe_settings.prompt_buckets.items(), key=lambda kv: kv[1]))
+    return [_job(i, p, targets, buckets, secrets) for i, p in enumerate(cfg.probes)]
+
+
+def _job(
+    index: int,
+    spec: ProbeSpec,
+    targets: Mapping[str, TargetSpec],
+    buckets: tuple[tuple[str, int], ...],
+    secrets: Mapping[str, str],
+) -> ProbeJob:
+    target = targets.get(spec.target)
+    if target is None:
+        raise ValueError(f"probes[{index}].target: unknown target {spec.target!r}")
+    if not target.api_url:
+        raise ValueError(f"probes[{index}].target: target {spec.target!r} has no api_url")
+    return ProbeJob(
+        name=spec.name,
+        target=spec.target,
+        api=spec.api,
+        url=target.api_url.rstrip("/"),
+        model=spec.model or target.model or "",
+        max_tokens=spec.max_tokens,
+        ignore_eos=spec.ignore_eos,
+        timeout=spec.timeout,
+        interval=spec.interval,
+        prompts=tuple((p.tokens, p.weight) for p in spec.prompts),
+        prompt_buckets=buckets,
+        api_key=secrets.get(spec.target),
+    )

@@ -1,0 +1,102 @@
+"""Pure DESIGN.md §4 maths: stamped, decoded stream events -> TTFT, TTFOT, E2E, per-token ITL, TPOT."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+NS = 1e-9
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """What one stream event says, decoded by an API module; everything optional."""
+
+    content: bool = False  # carries >= 1 generated non-reasoning token
+    reasoning: bool = False  # carries >= 1 generated reasoning token
+    tokens: int | None = None  # token count, only where the event states it (logprobs, TGI's one token)
+    output_tokens: int | None = None  # server-reported generated tokens (usage, details, timings)
+    prompt_tokens: int | None = None
+    error: str | None = None
+    done: bool = False  # a terminator the API defines ([DONE], finish_reason, final details)
+
+    @property
+    def bearing(self) -> bool:
+        """Return True if the event carries at least one generated token (content or reasoning)."""
+        return self.content or self.reasoning
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """Timings of one request in seconds from t0; None where undefined."""
+
+    ttft_s: float | None = None
+    ttfot_s: float | None = None
+    e2e_s: float | None = None
+    tpot_s: float | None = None
+    itls_s: tuple[float, ...] = ()
+    output_tokens: int | None = None
+    prompt_tokens: int | None = None
+    error: str | None = None
+    done: bool = False
+
+
+def summarize(t0_ns: int, events: Sequence[tuple[int, Chunk]]) -> Summary:
+    """Apply the §4 definitions to `(arrival_ns, chunk)` pairs; output tokens only from the server."""
+    bearing = [(t, c) for t, c in events if c.bearing]
+    output = _last(c.output_tokens for _, c in events)
+    if not bearing:
+        return Summary(output_tokens=output, prompt_tokens=_last(c.prompt_tokens for _, c in events),
+                       error=_last(c.error for _, c in events), done=any(c.done for _, c in events))
+    ttft = (bearing[0][0] - t0_ns) * NS
+    e2e = (bearing[-1][0] - t0_ns) * NS
+    ttfot = next(((t - t0_ns) * NS for t, c in bearing if c.content), None)
+    tpot = (e2e - ttft) / (output - 1) if output is not None and output > 1 else None
+    return Summary(
+        ttft_s=ttft, ttfot_s=ttfot, e2e_s=e2e, tpot_s=tpot,
+        itls_s=_itls(bearing, output), output_tokens=output,
+        prompt_tokens=_last(c.prompt_tokens for _, c in events),
+        error=_last(c.error for _, c in events), done=any(c.done for _, c in events),
+    )
+
+
+def _itls(bearing: Sequence[tuple[int, Chunk]], output: int | None) -> tuple[float, ...]:
+    """Per-token gaps: each event's gap split evenly over the tokens it carried."""
+    per_event = _token_estimate(bearing, output)
+    out: list[float] = []
+    for (prev, _), (t, c) in zip(bearing, bearing[1:], strict=False):
+        k = float(c.tokens) if c.tokens is not None else per_event
+        k = max(k, 1.0)
+        out.extend([(t - prev) * NS / k] * max(1, round(k)))
+    return tuple(out)
+
+
+def _token_estimate(bearing: Sequence[tuple[int, Chunk]], output: int | None) -> float:
+    """Tokens per event for events that do not state a count: spread the server's total over them."""
+    implicit = sum(1 for _, c in bearing if c.tokens is None)
+    if output is None or implicit == 0:
+        return 1.0
+    remainder = output - sum(c.tokens or 0 for _, c in bearing)
+    # usage counts the end-of-sequence token, which no event carries as text: one extra is not a multi-token chunk
+    if remainder <= implicit + 1:
+        return 1.0
+    return remainder / implicit
+
+
+def _last(values: Iterable[T | None]) -> T | None:
+    """Return the last non-None value (the final usage chunk wins over earlier partial ones)."""
+    found = None
+    for v in values:
+        if v is not None:
+            found = v
+    return found
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """Return the q-th (0..1) percentile with linear interpolation between closest ranks."""
+    pos = q * (len(sorted_values) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)

@@ -1,0 +1,89 @@
+"""Fault injection state: parsed from `POST /sim/faults` JSON, merged, cleared; decisions are seeded.
+
+Fields (any subset per POST; POST merges into the current faults, DELETE clears all):
+`latency_multiplier` (× every engine step, > 0), `error_rate` (fraction of client requests answered
+HTTP 500), `stall_first_token_s` (extra wait before a request enters the engine, inside TTFT),
+`hang` (accept, never answer until the client goes away), `midstream_error_rate` (fraction of
+streams that send an SSE error event half-way and close), `garbage_metrics` (`/metrics` answers 200
+with junk: true or "html" for an HTML page, "binary" for random bytes).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+GARBAGE_HTML = (b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n"
+                b"<body><h1>Bad Gateway</h1><p>upstream sent garbage</p></body></html>\n")
+
+
+@dataclass(frozen=True, slots=True)
+class Faults:
+    """The currently injected faults; the default value injects nothing."""
+
+    latency_multiplier: float = 1.0
+    error_rate: float = 0.0
+    stall_first_token_s: float = 0.0
+    hang: bool = False
+    midstream_error_rate: float = 0.0
+    garbage_metrics: bool | str = False
+
+    def as_json(self) -> dict[str, Any]:
+        """Return the faults as a JSON-ready dict."""
+        return asdict(self)
+
+
+def _number(key: str, value: object, low: float, high: float | None) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{key}: expected a number, got {value!r}")
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{key}: {value} outside [{low}, {high if high is not None else 'inf'}]")
+    return float(value)
+
+
+def _flag(key: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{key}: expected true or false, got {value!r}")
+    return value
+
+
+def _garbage(key: str, value: object) -> bool | str:
+    if isinstance(value, bool) or value in ("html", "binary"):
+        return value  # type: ignore[return-value]
+    raise ValueError(f"{key}: expected true, false, \"html\" or \"binary\", got {value!r}")
+
+
+# key -> validator; the table is the schema of the faults JSON.
+FIELDS = {
+    "latency_multiplier": lambda k, v: _number(k, v, 0.01, 1000.0),
+    "error_rate": lambda k, v: _number(k, v, 0.0, 1.0),
+    "stall_first_token_s": lambda k, v: _number(k, v, 0.0, 3600.0),
+    "hang": _flag,
+    "midstream_error_rate": lambda k, v: _number(k, v, 0.0, 1.0),
+    "garbage_metrics": _garbage,
+}
+
+
+def merge(current: Faults, payload: object) -> Faults:
+    """Return `current` updated with the validated keys of `payload`; ValueError names the bad key."""
+    if not isinstance(payload, dict):
+        raise ValueError("faults must be a JSON object")
+    unknown = sorted(set(payload) - set(FIELDS))
+    if unknown:
+        raise ValueError(f"unknown fault keys: {', '.join(unknown)}; known: {', '.join(FIELDS)}")
+    return replace(current, **{k: FIELDS[k](k, v) for k, v in payload.items()})
+
+
+def roll(rate: float, rng: random.Random) -> bool:
+    """Return True with probability `rate`; draws from `rng` only when 0 < rate < 1."""
+    if rate <= 0.0:
+        return False
+    return rate >= 1.0 or rng.random() < rate
+
+
+def garbage_body(mode: bool | str, rng: random.Random) -> tuple[bytes, str]:
+    """Return (body, content type) of a junk `/metrics` answer."""
+    if mode == "binary":
+        return rng.randbytes(512), "application/octet-stream"
+    return GARBAGE_HTML, "text/html; charset=utf-8"

@@ -1,0 +1,154 @@
+"""Run each source on its own interval with a deadline; one source's failure or hang never touches another."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+
+from sloguard.clock import Clock, SystemClock
+from sloguard.exporter.snapshot import Snapshot
+from sloguard.sources.base import Source, SourceError, SourceOutput
+
+log = logging.getLogger("sloguard.runner")
+OnOutput = Callable[[Source, SourceOutput], None]
+
+
+@dataclass
+class SourceState:
+    """What the runner knows about one source; exported as sloguard_source_* series."""
+
+    up: float = 0.0
+    duration: float = 0.0
+    last_success: float | None = None
+    last_reason: str | None = None
+    failures: dict[str, int] = field(default_factory=dict)
+    runs: int = 0
+
+
+def source_key(src: Source) -> str:
+    """Return the snapshot key of a source's own families."""
+    return f"source/{src.kind}/{src.target}"
+
+
+class SourceRunner:
+    """Schedules sources on an AsyncIOScheduler; results go to the snapshot and to `on_output`."""
+
+    def __init__(self, snapshot: Snapshot, on_output: OnOutput, clock: Clock | None = None) -> None:
+        self.snapshot = snapshot
+        self.on_output = on_output
+        self.clock = clock or SystemClock()
+        self.scheduler = AsyncIOScheduler()
+        self.sources: list[Source] = []
+        self.states: dict[tuple[str, str], SourceState] = {}
+
+    def start(self, sources: Sequence[Source]) -> None:
+        """Schedule every source; first runs are spread over the first second so they do not burst."""
+        self.scheduler.start()
+        self.replace(sources)
+
+    def replace(self, sources: Sequence[Source]) -> list[Source]:
+        """Swap the scheduled sources (reload); return the old ones for the caller to close."""
+        old = self.sources
+        for job in self.scheduler.get_jobs():
+            job.remove()
+        keep = {(s.kind, s.target) for s in sources}
+        for s in old:
+            if (s.kind, s.target) not in keep:
+                self.snapshot.drop(source_key(s))
+                self.states.pop((s.kind, s.target), None)
+        self.sources = list(sources)
+        now = time.time()
+        for src in self.sources:
+            self.states.setdefault((src.kind, src.target), SourceState())
+            self.scheduler.add_job(
+                self.run_once, "interval", seconds=src.interval, args=[src], max_instances=1, coalesce=True,
+                misfire_grace_time=max(1, int(src.interval)),
+                next_run_time=_dt(now + random.uniform(0.0, min(1.0, src.interval))),
+            )
+        self.publish()
+        return old
+
+    async def run_once(self, src: Source) -> None:
+        """Collect once under the source's deadline and record the outcome; never raises."""
+        state = self.states.setdefault((src.kind, src.target), SourceState())
+        start = time.perf_counter()
+        reason: str | None = None
+        try:
+            out = await asyncio.wait_for(src.collect(), timeout=src.timeout)
+        except SourceError as exc:
+            reason, msg = exc.reason, str(exc)
+        except TimeoutError:
+            reason, msg = "timeout", f"no result within {src.timeout:g}s"
+        except Exception as exc:  # a bug in one source must not stop the others
+            reason, msg = "exception", f"{type(exc).__name__}: {exc}"
+            log.debug("source raised", exc_info=True)
+        state.duration = time.perf_counter() - start
+        state.runs += 1
+        if reason is None:
+            self._success(src, state, out)
+        else:
+            self._failure(src, state, reason, msg)
+        self.publish()
+
+    def _success(self, src: Source, state: SourceState, out: SourceOutput) -> None:
+        if state.last_reason is not None:
+            log.info("source recovered", extra={"source": src.kind, "target": src.target})
+        state.up, state.last_reason, state.last_success = 1.0, None, self.clock.now()
+        self.snapshot.put(source_key(src), out.families)
+        try:
+            self.on_output(src, out)
+        except Exception:
+            log.exception("handling source output failed", extra={"source": src.kind, "target": src.target})
+
+    def _failure(self, src: Source, state: SourceState, reason: str, msg: str) -> None:
+        if state.last_reason != reason:  # log each new reason once, not every cycle
+            log.warning("source down", extra={"source": src.kind, "target": src.target, "reason": reason,
+                                              "error": msg})
+        state.up, state.last_reason = 0.0, reason
+        state.failures[reason] = state.failures.get(reason, 0) + 1
+        self.snapshot.drop(source_key(src))
+
+    def publish(self) -> None:
+        """Put the runner's own series into the snapshot."""
+        self.snapshot.put("runner", self.families())
+
+    def families(self) -> list[Metric]:
+        """Return sloguard_source_{up,duration_seconds,last_success_timestamp_seconds,failures_total}."""
+        labels = ["source", "target"]
+        up = GaugeMetricFamily("sloguard_source_up", "1 if the source's last run succeeded (updated each run).",
+                               labels=labels)
+        dur = GaugeMetricFamily("sloguard_source_duration_seconds", "Duration of the source's last run.",
+                                labels=labels)
+        last = GaugeMetricFamily("sloguard_source_last_success_timestamp_seconds",
+                                 "Unix time of the source's last successful run.", labels=labels)
+        fails = CounterMetricFamily("sloguard_source_failures", "Failed source runs by reason.",
+                                    labels=[*labels, "reason"])
+        for (kind, target), st in sorted(self.states.items()):
+            if st.runs == 0:
+                continue
+            up.add_metric([kind, target], st.up)
+            dur.add_metric([kind, target], st.duration)
+            if st.last_success is not None:
+                last.add_metric([kind, target], st.last_success)
+            for reason, n in sorted(st.failures.items()):
+                fails.add_metric([kind, target, reason], n)
+        return [up, dur, last, fails]
+
+    def shutdown(self) -> None:
+        """Stop scheduling; running jobs are cancelled with the event loop."""
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
+
+
+def _dt(ts: float) -> object:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ts, tz=timezone.utc)

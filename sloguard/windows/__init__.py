@@ -1,0 +1,1 @@
+"""Rolling windows: exact raw rings, mergeable sketches, per-SLO probe windows, server histograms."""
