@@ -35,7 +35,7 @@ def format_path(loc: Sequence[int | str]) -> str:
             out += f"[{part}]"
         elif isinstance(prev, int) and part in _UNION_TAGS:
             pass
-        elif part.startswith("function-") or part.startswith("tagged-union"):
+        elif part == "[key]" or part.startswith(("function-", "tagged-union")):
             pass
         else:
             out += ("." if out else "") + part
@@ -44,7 +44,8 @@ def format_path(loc: Sequence[int | str]) -> str:
 
 
 def _message(err: Any) -> str:
-    kind, ctx, msg = err["type"], err.get("ctx") or {}, err["msg"]
+    kind, msg = err["type"], err["msg"]
+    ctx = {k: (f"{v:g}" if isinstance(v, float) else v) for k, v in (err.get("ctx") or {}).items()}
     simple = {
         "greater_than": "must be > {gt}",
         "greater_than_equal": "must be >= {ge}",
