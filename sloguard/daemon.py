@@ -60,6 +60,7 @@ class Daemon:
         self.port = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._reload_lock = asyncio.Lock()
+        self._closing: list[asyncio.Task[None]] = []
 
     def _build(self, cfg: Config) -> tuple[Secrets, list[Source]]:
         secrets = read_secrets(cfg)
@@ -202,8 +203,7 @@ class Daemon:
             log.warning("state_dir and listen changes take effect on restart only")
         setup_logging(cfg.log.format, cfg.log.level)
         old = self.runner.replace(sources)
-        for src in old:
-            asyncio.create_task(_quietly(src.close()))
+        self._closing = [asyncio.create_task(_quietly(src.close())) for src in old]
         self.worker.update(jobs)
         self.slo.reconfigure(slos)
         self.alerting.reconfigure(cfg, secrets.notifiers)

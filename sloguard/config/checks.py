@@ -91,7 +91,8 @@ def check_notifiers(cfg: Config) -> Iterable[str]:
         if n.type == "slack":
             ways = [n.token_file or n.token_env, n.webhook_url_file or n.webhook_url_env]
             if sum(1 for w in ways if w) != 1:
-                yield f"notifiers[{i}]: slack needs exactly one of token_file/token_env or webhook_url_file/webhook_url_env"
+                yield (f"notifiers[{i}]: slack needs exactly one of token_file/token_env "
+                       "or webhook_url_file/webhook_url_env")
             if (n.token_file or n.token_env) and not n.channel:
                 yield f"notifiers[{i}].channel: required with a bot token"
         elif n.type == "webhook" and not (n.url or n.url_with_secret_file or n.url_with_secret_env):

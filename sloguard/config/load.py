@@ -26,6 +26,11 @@ class ConfigError(Exception):
         super().__init__(head + f"{len(self.errors)} error(s):\n" + "\n".join(self.errors))
 
 
+def _is_noise(part: str, prev: int | str | None) -> bool:
+    return (isinstance(prev, int) and part in _UNION_TAGS) or part == "[key]" or part.startswith(
+        ("function-", "tagged-union"))
+
+
 def format_path(loc: Sequence[int | str]) -> str:
     """Render a pydantic location as `slos[1].objectives[0].threshold`."""
     out = ""
@@ -33,11 +38,7 @@ def format_path(loc: Sequence[int | str]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif isinstance(prev, int) and part in _UNION_TAGS:
-            pass
-        elif part == "[key]" or part.startswith(("function-", "tagged-union")):
-            pass
-        else:
+        elif not _is_noise(part, prev):
             out += ("." if out else "") + part
         prev = part
     return out or "(root)"
@@ -110,5 +111,6 @@ def load_config_text(text: str, source: str = "<string>") -> Config:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "?"
-        raise ConfigError([f"(yaml): {where}: {getattr(exc, 'problem', None) or exc}"], source) from None
+        problem = getattr(exc, "problem", None) or exc
+        raise ConfigError([f"(yaml): {where}: {problem}"], source) from None
     return parse_config(data, source)

@@ -21,7 +21,8 @@ def parse_duration(text: str) -> float:
     while pos < len(s):
         m = _PART.match(s, pos)
         if m is None:
-            raise ValueError(f"invalid duration {text!r}: use a number and a unit (ms, s, m, h, d, w, y), e.g. '250ms' or '5m'")
+            raise ValueError(
+                f"invalid duration {text!r}: use a number and a unit (ms, s, m, h, d, w, y), e.g. '250ms' or '5m'")
         total += float(m.group(1)) * _UNITS[m.group(2)]
         pos = m.end()
     return total

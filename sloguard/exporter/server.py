@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp import web
 
@@ -17,7 +18,7 @@ from sloguard.exporter.webconfig import WebConfig
 log = logging.getLogger("sloguard.exporter")
 CONTENT_TYPE_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 CONTENT_TYPE_OM = "application/openmetrics-text; version=1.0.0; charset=utf-8"
-JSONProvider = Callable[[], Mapping[str, object] | list[object]]
+JSONProvider = Callable[[], Any]
 
 _LANDING = """<!doctype html><html><head><title>sloguard</title></head><body>
 <h1>sloguard {version}</h1><p>LLM inference latency SLOs.</p><ul>
@@ -110,6 +111,6 @@ async def start_server(ep: Endpoints, web_config: WebConfig, listen: str) -> tup
     host, port = parse_listen(listen)
     site = web.TCPSite(runner, host, port, ssl_context=web_config.ssl_context, reuse_address=True)
     await site.start()
-    server = site._server
-    bound = server.sockets[0].getsockname()[1] if server is not None and server.sockets else port
+    sockets = getattr(site._server, "sockets", None) or []
+    bound = sockets[0].getsockname()[1] if sockets else port
     return runner, int(bound)

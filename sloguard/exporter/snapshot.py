@@ -85,7 +85,7 @@ class Snapshot:
             start = time.perf_counter()
             fams = _Families(self.families())
             gen = openmetrics.exposition.generate_latest if openmetrics_format else exposition.generate_latest
-            body = gen(fams)  # type: ignore[arg-type]
+            body = gen(fams)  # type: ignore[arg-type,unused-ignore]
             self.last_render_seconds = time.perf_counter() - start
             cache[openmetrics_format] = body
         return body
