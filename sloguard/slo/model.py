@@ -118,3 +118,67 @@ def slo_from_spec(spec: SLOSpec) -> SLO:
 def slos_from_config(cfg: Config) -> tuple[SLO, ...]:
     """Return the internal SLOs of a config, in config order."""
     return tuple(slo_from_spec(s) for s in cfg.slos)
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectiveStatus:
+    """One objective over one window (and segment): the quantile read and whether it holds."""
+
+    metric: str
+    percentile: float
+    threshold: float
+    window: float
+    segment: str
+    value: float | None  # None = no data, never 0
+    compliant: bool | None
+    fraction_le: float | None = None  # server SLOs: share of observations ≤ threshold
+    exact: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class StageStatus:
+    """One stage over one window: p50/p95/p99, its budget, share of E2E and budget overrun."""
+
+    stage: str
+    window: float
+    segment: str
+    source: Source
+    p50: float | None
+    p95: float | None
+    p99: float | None
+    budget: float | None
+    share: float | None  # stage p50 / e2e p50 at the same window
+    overrun: float | None  # p95 / budget
+    estimate: bool = False  # network = probe TTFT − server TTFT at the same quantile
+
+
+@dataclass(frozen=True, slots=True)
+class WindowStatus:
+    """Request counts and ratios over one window (and segment); ratios None when the window is empty."""
+
+    window: float
+    segment: str
+    requests: float
+    good: int | None  # probe SLOs only: succeeded and met every goodput threshold
+    failed: int | None
+    goodput_ratio: float | None
+    goodput_rate: float | None  # good requests per second of window
+    error_ratio: float | None  # share of requests that spent error budget (see budget_sli)
+    failure_ratio: float | None
+    burn_rate: float | None
+    exact: bool = True
+
+
+@dataclass(frozen=True)
+class SLOStatus:
+    """Everything known about one SLO at `now`."""
+
+    slo: SLO
+    now: float
+    objective: float
+    sli: BudgetSLI
+    windows: tuple[WindowStatus, ...]
+    objectives: tuple[ObjectiveStatus, ...]
+    stages: tuple[StageStatus, ...]
+    error_budget_remaining: float | None
+    worst_stage: str | None

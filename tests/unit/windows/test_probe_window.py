@@ -1,0 +1,88 @@
+"""Probe windows: exact numpy percentiles, exact edges, expiry with a fake clock, sketch beyond the cap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sloguard.clock import FakeClock
+from sloguard.model import ProbeResult
+from sloguard.windows.probe import ProbeWindow
+from sloguard.windows.rolling import RAW_CAP
+from sloguard.windows.sketch import RELATIVE_ACCURACY
+
+
+def _result(ts: float, ttft: float, ok: bool = True, e2e: float | None = None) -> ProbeResult:
+    return ProbeResult(ts=ts, probe="p", target="t", model="m", api="chat", ok=ok, ttft_s=ttft,
+                       e2e_s=e2e if e2e is not None else ttft + 1.0)
+
+
+def _fill(pw: ProbeWindow, ttfts: np.ndarray, start: float, step: float = 1.0) -> None:
+    for i, v in enumerate(ttfts):
+        pw.add(_result(start + i * step, float(v)), good=bool(v < 0.5))
+
+
+@pytest.mark.parametrize("window", [300.0, 3600.0, 86400.0])
+def test_exact_percentiles_equal_numpy(window: float) -> None:
+    values = np.random.default_rng(3).lognormal(-1, 0.7, 5000)
+    clock = FakeClock(1000.0)
+    pw = ProbeWindow(86400.0)
+    _fill(pw, values, clock.now(), step=1.0)
+    now = clock.now() + 4999
+    view = pw.view(window, now)
+    inside = values[-min(int(window), 5000):]
+    assert view.exact and view.total == inside.size
+    got = view.quantiles("ttft", (0.5, 0.95, 0.99))
+    assert got == tuple(np.percentile(inside, [50, 95, 99]))
+    decode = view.quantiles("decode", (0.5,))
+    assert decode is not None and decode[0] == pytest.approx(1.0)
+
+
+def test_counts_and_failures_never_enter_percentiles() -> None:
+    pw = ProbeWindow(3600.0)
+    pw.add(_result(1.0, 0.2), good=True)
+    pw.add(_result(2.0, 0.9), good=False)
+    pw.add(_result(3.0, 50.0, ok=False), good=True)  # a failed request is never good
+    view = pw.view(300.0, 10.0)
+    assert (view.total, view.ok, view.good) == (3, 2, 1)
+    assert view.quantiles("ttft", (1.0,)) == (0.9,)
+    assert view.quantiles("tpot", (0.5,)) is None  # undefined everywhere -> no data
+
+
+def test_window_expiry_with_fake_clock() -> None:
+    clock = FakeClock(10_000.0)
+    pw = ProbeWindow(3600.0)
+    pw.add(_result(clock.now(), 0.1), good=True)
+    for advance, total_5m, total_1h in [(0.0, 1, 1), (299.0, 1, 1), (1.0, 0, 1), (3300.0, 0, 0)]:
+        clock.advance(advance)
+        pw.expire(clock.now())
+        assert pw.view(300.0, clock.now()).total == total_5m
+        assert pw.view(3600.0, clock.now()).total == total_1h
+    assert pw.view(300.0, clock.now()).quantiles("ttft", (0.5,)) is None
+
+
+def test_small_cap_merges_raw_and_buckets_within_one_percent() -> None:
+    values = np.random.default_rng(5).lognormal(-1, 0.5, 3000)
+    pw = ProbeWindow(86400.0, cap=500, chunk=100)
+    _fill(pw, values, 0.0, step=10.0)
+    now = 29_990.0
+    view = pw.view(86400.0, now)
+    assert not view.exact and view.total == 3000 and view.good == int((values < 0.5).sum())
+    got = view.quantiles("ttft", (0.5, 0.99))
+    assert got is not None
+    for g, want in zip(got, np.percentile(values, [50, 99]), strict=True):
+        assert abs(g - want) <= RELATIVE_ACCURACY * want
+    assert pw.view(300.0, now).exact  # recent windows stay exact
+
+
+def test_beyond_raw_cap_within_one_percent() -> None:
+    n = RAW_CAP + 20_000
+    values = np.random.default_rng(9).lognormal(-1.2, 0.9, n)
+    pw = ProbeWindow(7 * 86400.0)
+    _fill(pw, values, 0.0, step=1.0)
+    view = pw.view(7 * 86400.0, float(n))
+    assert not view.exact and view.total == n
+    got = view.quantiles("ttft", (0.5, 0.95, 0.99))
+    assert got is not None
+    for g, want in zip(got, np.percentile(values, [50, 95, 99]), strict=True):
+        assert abs(g - want) <= RELATIVE_ACCURACY * want
