@@ -1,0 +1,53 @@
+{{/* Chart name, truncated to the 63 characters a label value allows. */}}
+{{- define "sloguard.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Fully qualified app name: release-chart unless the release name already contains the chart name. */}}
+{{- define "sloguard.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "sloguard.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "sloguard.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "sloguard.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "sloguard.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "sloguard.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "sloguard.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "sloguard.secretName" -}}
+{{- default (include "sloguard.fullname" .) .Values.secrets.existingSecret }}
+{{- end }}
+
+{{/* True when secret files are mounted: an existing Secret or chart-created files. */}}
+{{- define "sloguard.hasSecret" -}}
+{{- if or .Values.secrets.existingSecret .Values.secrets.files }}true{{ end }}
+{{- end }}
+
+{{/* The sloguard.yaml text: values.config with the chart-owned listen address and state dir. */}}
+{{- define "sloguard.config" -}}
+{{- $owned := dict "listen" (printf ":%d" (int .Values.service.port)) "state_dir" "/var/lib/sloguard" }}
+{{- mustMergeOverwrite (deepCopy .Values.config) $owned | toYaml }}
+{{- end }}
