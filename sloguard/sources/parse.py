@@ -29,74 +29,60 @@ class ParseError(ValueError):
 def parse_text(text: str) -> list[Sample]:
     """Return every sample in `text`; raise ParseError(line_no, msg) on the first malformed line."""
     ctx = _Context(1.0 if "# EOF" in text else 0.001)
+    names, shapes = ctx.names, ctx.shapes
     out: list[Sample] = []
     append = out.append
-    fast = ctx.fast
     for no, line in enumerate(text.split("\n"), 1):
         if not line or line[0] == "#":
             continue
+        close = line.rfind("}")
+        brace = line.find("{")
+        if line[0] in " \t" or line[-1] == "\r" or "\\" in line or " # " in line or brace > close:
+            if (sample := ctx.slow_or_raise(no, line)) is not None:
+                append(sample)
+            continue
         try:
-            append(fast(line))
+            if close == -1:
+                name, _, rest = line.partition(" ")
+                labels: dict[str, str] = {}
+            else:
+                name, rest = line[:brace], line[close + 1 :]
+                parts = line[brace + 1 : close].split('"')
+                shape = tuple(parts[0::2])
+                lnames = shapes.get(shape)
+                if lnames is None:
+                    lnames = shapes[shape] = _names(shape)
+                labels = dict(zip(lnames, parts[1::2], strict=True))
+            if name not in names:
+                ctx.check_name(name)
+            if "_" in rest or " " in rest.strip():
+                value, ts = _value(rest, ctx.ts_scale)
+                append(Sample(name, labels, value, ts))
+            else:
+                append(Sample(name, labels, float(rest)))
         except (ValueError, IndexError):
-            append(ctx.slow_or_raise(no, line))
+            if (sample := ctx.slow_or_raise(no, line)) is not None:
+                append(sample)
     return out
 
 
 class _Context:
-    """Per-parse caches: validated metric names and label-key fragments (`,model_name=` -> name)."""
+    """Per-parse caches: validated metric names and label-set shapes (`('le=', ',model=', '')` -> names)."""
 
     def __init__(self, ts_scale: float) -> None:
         self.ts_scale = ts_scale
         self.names: set[str] = set()
-        self.keys: dict[str, tuple[str, bool]] = {}
-
-    def fast(self, line: str) -> Sample:
-        """Parse the common shapes `name value` and `name{k="v",...} value` (no escapes, no exemplar)."""
-        if line[-1] == "\r" or line[0] == " " or "\\" in line or " # " in line:
-            return self.slow(line)
-        close = line.rfind("}")
-        if close == -1:
-            name, _, rest = line.partition(" ")
-            labels: dict[str, str] = {}
-        else:
-            brace = line.find("{")
-            if brace < 1 or brace > close:
-                raise ValueError("malformed label set")
-            name, rest = line[:brace], line[close + 1 :]
-            labels = self.labels(line[brace + 1 : close]) if close > brace + 1 else {}
-        if name not in self.names:
-            self.check_name(name)
-        parts = rest.split()
-        if len(parts) == 1 and "_" not in rest:
-            return Sample(name, labels, float(parts[0]))
-        value, ts = _value(rest, self.ts_scale)
-        return Sample(name, labels, value, ts)
-
-    def labels(self, body: str) -> dict[str, str]:
-        parts = body.split('"')
-        if not len(parts) & 1 or parts[-1].strip(" ,"):
-            raise ValueError("malformed label set")
-        keys = self.keys
-        names = []
-        for i in range(0, len(parts) - 1, 2):
-            k = parts[i]
-            hit = keys.get(k)
-            if hit is None:
-                hit = keys[k] = _key(k)
-            if hit[1] != (i > 0):
-                raise ValueError("expected ',' between labels")
-            names.append(hit[0])
-        labels = dict(zip(names, parts[1::2], strict=False))
-        if len(labels) != len(names):
-            raise ValueError("duplicate label name")
-        return labels
+        self.shapes: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     def check_name(self, name: str) -> None:
         if not _NAME_RE.match(name):
             raise ValueError(f"invalid metric name {name!r}")
         self.names.add(name)
 
-    def slow_or_raise(self, no: int, line: str) -> Sample:
+    def slow_or_raise(self, no: int, line: str) -> Sample | None:
+        """Parse a line the fast path declined; None for an indented comment or blank line."""
+        if not line.strip() or line.strip()[0] == "#":
+            return None
         try:
             return self.slow(line)
         except (ValueError, IndexError) as exc:
@@ -107,10 +93,10 @@ class _Context:
         line = line.strip()
         brace = line.find("{")
         head = line.split(None, 1)
-        if brace == -1 or len(head[0]) < brace and head[0] != line[:brace].rstrip():
+        if brace == -1 or (len(head[0]) < brace and head[0] != line[:brace].rstrip()):
             if len(head) < 2:
                 raise ValueError("no value")
-            name, rest, labels = head[0], head[1], {}
+            name, rest, labels = head[0], head[1], dict[str, str]()
         else:
             name = line[:brace].rstrip()
             close, labels = _escaped_labels(line, brace + 1)
@@ -121,18 +107,26 @@ class _Context:
         return Sample(name, labels, value, ts)
 
 
-def _key(fragment: str) -> tuple[str, bool]:
-    """Return (label name, had a leading comma) for a fragment like `,model_name=`."""
-    k = fragment.strip()
-    comma = k.startswith(",")
-    if comma:
-        k = k[1:].lstrip()
-    if not k.endswith("="):
-        raise ValueError(f"malformed label near {fragment!r}")
-    k = k[:-1].rstrip()
-    if not _LABEL_RE.match(k):
-        raise ValueError(f"invalid label name {k!r}")
-    return k, comma
+def _names(shape: tuple[str, ...]) -> tuple[str, ...]:
+    """Validate the text around the quoted values of a label set and return its label names."""
+    *fragments, tail = shape
+    if tail.strip(" ,") or (tail.strip() == "," and not fragments):
+        raise ValueError("malformed label set")
+    names = []
+    for i, fragment in enumerate(fragments):
+        k = fragment.strip()
+        if i and not k.startswith(","):
+            raise ValueError("expected ',' between labels")
+        k = k[1:].lstrip() if i else k
+        if not k.endswith("="):
+            raise ValueError(f"malformed label near {fragment!r}")
+        k = k[:-1].rstrip()
+        if not _LABEL_RE.match(k):
+            raise ValueError(f"invalid label name {k!r}")
+        names.append(k)
+    if len(set(names)) != len(names):
+        raise ValueError("duplicate label name")
+    return tuple(names)
 
 
 def _value(rest: str, ts_scale: float) -> tuple[float, float | None]:

@@ -1,0 +1,36 @@
+"""SGLang: `sglang:*` families; the old per-request `time_per_output_token_seconds` as the TPOT alias."""
+
+from __future__ import annotations
+
+from sloguard.sources.engines.schema import Alias, EngineMap, counter, gauge, hist
+
+SGLANG = EngineMap(
+    name="sglang",
+    prefixes=("sglang:",),
+    model_label="model_name",
+    histograms={
+        "ttft": hist("sglang:time_to_first_token_seconds"),
+        "itl": hist("sglang:inter_token_latency_seconds"),
+        # Old SGLang observed (now - first_token_time) / (tokens - 1) per streamed chunk: a TPOT.
+        "tpot": hist("sglang:request_time_per_output_token_seconds", "sglang:time_per_output_token_seconds"),
+        "e2e": hist("sglang:e2e_request_latency_seconds"),
+        "queue": hist("sglang:queue_time_seconds", "sglang:request_queue_time_seconds"),
+        "prefill": hist("sglang:request_prefill_time_seconds"),
+        "decode": hist("sglang:request_decode_time_seconds"),
+        "inference": hist("sglang:request_inference_time_seconds"),
+    },
+    gauges={
+        "requests_running": gauge("sglang:num_running_reqs"),
+        "requests_waiting": gauge("sglang:num_queue_reqs"),
+        "kv_cache_usage_ratio": gauge("sglang:token_usage", agg="mean"),
+    },
+    counters={
+        "prompt_tokens": counter("sglang:prompt_tokens"),
+        "generation_tokens": counter("sglang:generation_tokens"),
+        # Hit ratio = cached prompt tokens / all prompt tokens.
+        "prefix_cache_queries": counter("sglang:prompt_tokens"),
+        "prefix_cache_hits": counter("sglang:cached_tokens"),
+        "preemptions": (Alias("sglang:num_retractions", "histogram_sum"),),
+    },
+    finished=(Alias("sglang:num_requests", "counter", reason="any"),),
+)

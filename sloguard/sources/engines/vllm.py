@@ -1,0 +1,36 @@
+"""vLLM (V1 engine): current names first, names deprecated in 0.11 and hidden/removed in 0.12+ as aliases."""
+
+from __future__ import annotations
+
+from sloguard.sources.engines.schema import EngineMap, counter, gauge, hist
+
+VLLM = EngineMap(
+    name="vllm",
+    prefixes=("vllm:",),
+    model_label="model_name",
+    histograms={
+        "ttft": hist("vllm:time_to_first_token_seconds"),
+        # vllm:time_per_output_token_seconds was the per-token gap (same buckets), renamed in 0.11.
+        "itl": hist("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
+        "tpot": hist("vllm:request_time_per_output_token_seconds"),
+        "e2e": hist("vllm:e2e_request_latency_seconds"),
+        "queue": hist("vllm:request_queue_time_seconds"),
+        "prefill": hist("vllm:request_prefill_time_seconds"),
+        "decode": hist("vllm:request_decode_time_seconds"),
+        "inference": hist("vllm:request_inference_time_seconds"),
+    },
+    gauges={
+        "requests_running": gauge("vllm:num_requests_running"),
+        "requests_waiting": gauge("vllm:num_requests_waiting"),
+        # Both are already 0..1 despite the `perc` suffix; averaged across data-parallel engines.
+        "kv_cache_usage_ratio": gauge("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", agg="mean"),
+    },
+    counters={
+        "prompt_tokens": counter("vllm:prompt_tokens"),
+        "generation_tokens": counter("vllm:generation_tokens"),
+        "prefix_cache_queries": counter("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries"),
+        "prefix_cache_hits": counter("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits"),
+        "preemptions": counter("vllm:num_preemptions"),
+    },
+    finished=counter("vllm:request_success"),
+)
