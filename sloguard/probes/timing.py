@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TypeVar
 
 NS = 1e-9
@@ -66,7 +67,7 @@ def _itls(bearing: Sequence[tuple[int, Chunk]], output: int | None) -> tuple[flo
     """Per-token gaps: each event's gap split evenly over the tokens it carried."""
     per_event = _token_estimate(bearing, output)
     out: list[float] = []
-    for (prev, _), (t, c) in zip(bearing, bearing[1:], strict=False):
+    for (prev, _), (t, c) in pairwise(bearing):
         k = float(c.tokens) if c.tokens is not None else per_event
         k = max(k, 1.0)
         out.extend([(t - prev) * NS / k] * max(1, round(k)))
@@ -79,7 +80,8 @@ def _token_estimate(bearing: Sequence[tuple[int, Chunk]], output: int | None) ->
     if output is None or implicit == 0:
         return 1.0
     remainder = output - sum(c.tokens or 0 for _, c in bearing)
-    # usage counts the end-of-sequence token, which no event carries as text: one extra is not a multi-token chunk
+    # usage counts the end-of-sequence token, which no event carries as text:
+    # one token more than events is not a multi-token chunk
     if remainder <= implicit + 1:
         return 1.0
     return remainder / implicit

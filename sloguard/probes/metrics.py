@@ -1,0 +1,157 @@
+"""Pure exposition of probe results: cumulative `sloguard_probe_*` histograms and counters, with exemplars."""
+
+from __future__ import annotations
+
+import math
+import time
+from bisect import bisect_left
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.samples import Exemplar
+
+from sloguard.model import ProbeResult
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0,
+                   3.0, 5.0, 7.5, 10.0, 20.0, 30.0, 60.0)
+TOKEN_BUCKETS = (0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1,
+                 0.15, 0.2, 0.3, 0.5, 1.0, 2.5)
+
+# metric name suffix -> (ProbeResult field, buckets, help); "itls_s" observes every per-token gap
+HISTOGRAMS: dict[str, tuple[str, tuple[float, ...], str]] = {
+    "ttft": ("ttft_s", LATENCY_BUCKETS, "Probe time to first token (content or reasoning), from t0."),
+    "ttfot": ("ttfot_s", LATENCY_BUCKETS, "Probe time to first non-reasoning output token, from t0."),
+    "itl": ("itls_s", TOKEN_BUCKETS, "Probe per-token inter-token latency (gap / tokens in the event)."),
+    "tpot": ("tpot_s", TOKEN_BUCKETS, "Probe time per output token: (E2E - TTFT) / (usage tokens - 1)."),
+    "e2e": ("e2e_s", LATENCY_BUCKETS, "Probe end-to-end latency: t0 to the last token-bearing event."),
+    "connect": ("connect_s", LATENCY_BUCKETS, "Probe TCP/TLS connection set-up (0 on a reused connection)."),
+}
+HIST_LABELS = ("probe", "target", "model", "prompt_bucket")
+
+
+@dataclass
+class _Hist:
+    counts: list[int]
+    total: float = 0.0
+    exemplars: dict[int, Exemplar] = field(default_factory=dict)
+
+    def observe(self, bounds: tuple[float, ...], value: float, trace_id: str, ts: float) -> None:
+        i = bisect_left(bounds, value)  # le is inclusive: value == bound falls in that bucket
+        self.counts[i] += 1
+        self.total += value
+        if trace_id:
+            self.exemplars[i] = Exemplar({"trace_id": trace_id}, value, ts)
+
+
+def outcome(r: ProbeResult) -> str:
+    """Return 'success', 'timeout' or 'error'."""
+    if r.ok:
+        return "success"
+    return "timeout" if (r.error or "").startswith("timeout") else "error"
+
+
+class ProbeMetrics:
+    """Accumulate every result seen by this daemon instance into cumulative families (not thread-safe)."""
+
+    def __init__(self, start: float | None = None) -> None:
+        self._start = time.time() if start is None else start
+        self._hists: dict[str, dict[tuple[str, ...], _Hist]] = {name: {} for name in HISTOGRAMS}
+        self._requests: dict[tuple[str, str, str], int] = {}
+        self._tokens: dict[str, dict[tuple[str, str], int]] = {"output": {}, "prompt": {}}
+        self._last_success: dict[str, float] = {}
+        self._probes: set[str] = set()
+        self._overhead: float | None = None
+
+    def expect(self, probes: Iterable[str]) -> None:
+        """Declare configured probes so their last-success age exists before any result arrives."""
+        self._probes.update(probes)
+
+    def set_overhead(self, seconds: float) -> None:
+        """Record the probe process's measured timing overhead (see ProbeWorker.overhead_seconds)."""
+        self._overhead = seconds
+
+    def observe(self, r: ProbeResult) -> None:
+        """Count one result; observe its defined latencies into the histograms."""
+        self._probes.add(r.probe)
+        key = (r.probe, r.target, outcome(r))
+        self._requests[key] = self._requests.get(key, 0) + 1
+        for kind, count in (("output", r.output_tokens), ("prompt", r.prompt_tokens)):
+            if count:
+                tk = (r.probe, r.target)
+                self._tokens[kind][tk] = self._tokens[kind].get(tk, 0) + count
+        if r.ok:
+            self._last_success[r.probe] = max(r.ts, self._last_success.get(r.probe, 0.0))
+            self._observe_latencies(r)
+
+    def _observe_latencies(self, r: ProbeResult) -> None:
+        labels = (r.probe, r.target, r.model, r.prompt_bucket)
+        for name, (attr, bounds, _) in HISTOGRAMS.items():
+            raw = getattr(r, attr)
+            values = raw if isinstance(raw, tuple) else (() if raw is None else (raw,))
+            if not values:
+                continue
+            h = self._hists[name].setdefault(labels, _Hist([0] * (len(bounds) + 1)))
+            for v in values:
+                h.observe(bounds, v, r.trace_id, r.ts)
+
+    def families(self, now: float) -> list[Metric]:
+        """Return all probe families; histograms carry {trace_id} exemplars (shown by OpenMetrics only)."""
+        out: list[Metric] = [self._histogram(name) for name in HISTOGRAMS]
+        out.extend(self._counters())
+        out.extend(self._freshness(now))
+        if self._overhead is not None:
+            out.append(GaugeMetricFamily(
+                "sloguard_probe_timing_overhead_seconds",
+                "Probe process timing error bar: p99 event-loop scheduling delay plus clock read cost, "
+                "measured by the probe process every 100 ms over the last minute.", value=self._overhead))
+        return out
+
+    def _histogram(self, name: str) -> HistogramMetricFamily:
+        _, bounds, doc = HISTOGRAMS[name]
+        fam = HistogramMetricFamily(f"sloguard_probe_{name}_seconds", doc, labels=HIST_LABELS)
+        for labels, h in sorted(self._hists[name].items()):
+            cumulative, buckets = 0, list[tuple[str, float] | tuple[str, float, Exemplar]]()
+            for i, le in enumerate((*bounds, math.inf)):
+                cumulative += h.counts[i]
+                ex = h.exemplars.get(i)
+                buckets.append((_le(le), cumulative, ex) if ex else (_le(le), cumulative))
+            fam.add_metric(list(labels), buckets, h.total)
+        return fam
+
+    def _counters(self) -> list[Metric]:
+        req = CounterMetricFamily("sloguard_probe_requests", "Probe requests by outcome.",
+                                  labels=("probe", "target", "outcome"))
+        for key, n in sorted(self._requests.items()):
+            req.add_metric(list(key), n)
+        out: list[Metric] = [req]
+        for kind, rows in self._tokens.items():
+            fam = CounterMetricFamily(f"sloguard_probe_{kind}_tokens",
+                                      f"Probe {kind} tokens as reported by the server's usage.",
+                                      labels=("probe", "target"))
+            for pair, n in sorted(rows.items()):
+                fam.add_metric(list(pair), n)
+            out.append(fam)
+        return out
+
+    def _freshness(self, now: float) -> list[Metric]:
+        ts = GaugeMetricFamily("sloguard_probe_last_success_timestamp_seconds",
+                               "Unix time of the probe's last successful request.", labels=("probe",))
+        age = GaugeMetricFamily("sloguard_probe_last_success_age_seconds",
+                                "Seconds since the last success, or since the daemon start if none; "
+                                "computed at evaluation time.", labels=("probe",))
+        for probe in sorted(self._probes):
+            last = self._last_success.get(probe)
+            if last is not None:
+                ts.add_metric([probe], last)
+            age.add_metric([probe], max(0.0, now - (last if last is not None else self._start)))
+        return [ts, age]
+
+
+def _le(bound: float) -> str:
+    return "+Inf" if math.isinf(bound) else repr(bound)

@@ -1,0 +1,102 @@
+"""OpenAI-compatible chat and completions SSE probes (vLLM, SGLang, llama.cpp, TRT-LLM serve, gateways)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aiohttp
+
+from sloguard.model import ProbeResult
+from sloguard.probes.job import ProbeJob
+from sloguard.probes.stream import run_stream
+from sloguard.probes.timing import Chunk
+from sloguard.probes.workload import Prompt
+
+
+def error_text(obj: dict[str, Any]) -> str | None:
+    """Return the message of an `{"error": ...}` or `{"object": "error"}` event, else None."""
+    if obj.get("object") == "error":
+        return str(obj.get("message", "error"))[:200]
+    err = obj.get("error")
+    if err is None:
+        return None
+    if isinstance(err, dict):
+        return str(err.get("message") or json.dumps(err))[:200]
+    return str(err)[:200]
+
+
+def _usage(obj: dict[str, Any]) -> tuple[int | None, int | None]:
+    """Return (output, prompt) tokens from `usage`, else from llama.cpp's `timings`."""
+    usage = obj.get("usage") or {}
+    timings = obj.get("timings") or {}
+    output = usage.get("completion_tokens", timings.get("predicted_n"))
+    prompt = usage.get("prompt_tokens", timings.get("prompt_n"))
+    return output, prompt
+
+
+def _logprob_tokens(choice: dict[str, Any], key: str) -> int | None:
+    lp = choice.get("logprobs")
+    items = lp.get(key) if isinstance(lp, dict) else None
+    return len(items) if isinstance(items, list) and items else None
+
+
+def _decode(data: str, chat: bool) -> Chunk:
+    obj = json.loads(data)
+    err = error_text(obj)
+    if err is not None:
+        return Chunk(error=err)
+    content = reasoning = done = False
+    tokens: int | None = None
+    for choice in obj.get("choices") or ():
+        if chat:
+            delta = choice.get("delta") or {}
+            content = content or bool(delta.get("content"))
+            reasoning = reasoning or bool(delta.get("reasoning_content") or delta.get("reasoning"))
+            n = _logprob_tokens(choice, "content")
+        else:
+            content = content or bool(choice.get("text"))
+            n = _logprob_tokens(choice, "tokens")
+        tokens = n if tokens is None else tokens + (n or 0)
+        done = done or bool(choice.get("finish_reason"))
+    output, prompt = _usage(obj)
+    return Chunk(content=content, reasoning=reasoning, tokens=tokens, output_tokens=output,
+                 prompt_tokens=prompt, done=done)
+
+
+def decode_chat(data: str) -> Chunk:
+    """Decode one chat.completion.chunk; reasoning from `delta.reasoning_content` or `delta.reasoning`."""
+    return _decode(data, chat=True)
+
+
+def decode_completion(data: str) -> Chunk:
+    """Decode one text_completion chunk."""
+    return _decode(data, chat=False)
+
+
+def _endpoint(job: ProbeJob, path: str) -> str:
+    base = job.url if job.url.endswith("/v1") else f"{job.url}/v1"
+    return f"{base}/{path}"
+
+
+def _body(job: ProbeJob, extra: dict[str, Any]) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        **extra, "max_tokens": job.max_tokens, "stream": True, "stream_options": {"include_usage": True},
+    }
+    if job.model:
+        body["model"] = job.model
+    if job.ignore_eos:
+        body["ignore_eos"] = True  # vLLM/SGLang/llama.cpp extension; sent only when asked for
+    return body
+
+
+async def chat(session: aiohttp.ClientSession, job: ProbeJob, prompt: Prompt) -> ProbeResult:
+    """Probe `POST /v1/chat/completions` with one user message."""
+    body = _body(job, {"messages": [{"role": "user", "content": prompt.text}]})
+    return await run_stream(session, job, prompt, _endpoint(job, "chat/completions"), body, decode_chat)
+
+
+async def completions(session: aiohttp.ClientSession, job: ProbeJob, prompt: Prompt) -> ProbeResult:
+    """Probe `POST /v1/completions` with the raw prompt."""
+    body = _body(job, {"prompt": prompt.text})
+    return await run_stream(session, job, prompt, _endpoint(job, "completions"), body, decode_completion)

@@ -1,0 +1,177 @@
+"""The HTTP edge of every probe: send one streaming request, stamp each read, build the ProbeResult.
+
+Timing: t0 is stamped by aiohttp's trace hooks when the connection is ready (`on_connection_create_end`
+or `on_connection_reuseconn`), i.e. immediately before the request is written, so TTFT excludes TCP/TLS
+set-up, which is reported as `connect_s` (0 on a reused connection). Each read is stamped with
+`perf_counter_ns()` as the first statement after it arrives; splitting and JSON parsing happen after the
+stream ends, so they cannot delay a later stamp.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import aiohttp
+
+from sloguard.model import ProbeResult
+from sloguard.probes.job import ProbeJob
+from sloguard.probes.sse import DONE, split
+from sloguard.probes.timing import Chunk, Summary, percentile, summarize
+from sloguard.probes.workload import Prompt, traceparent
+
+Decoder = Callable[[str], Chunk]
+MAX_BODY_BYTES = 16 * 1024 * 1024
+_USERINFO = re.compile(r"//[^/@\s]+@")
+
+
+@dataclass(slots=True)
+class Stamps:
+    """Per-request stamps written by the trace hooks (perf_counter_ns)."""
+
+    t0_ns: int = 0
+    connect_start_ns: int = 0
+    connect_end_ns: int = 0
+
+
+def _stamps(ctx: SimpleNamespace) -> Stamps | None:
+    got = getattr(ctx, "trace_request_ctx", None)
+    return got if isinstance(got, Stamps) else None
+
+
+async def _on_create_start(_s: aiohttp.ClientSession, ctx: SimpleNamespace, _p: object) -> None:
+    if (st := _stamps(ctx)) is not None:
+        st.connect_start_ns = time.perf_counter_ns()
+
+
+async def _on_connection_ready(_s: aiohttp.ClientSession, ctx: SimpleNamespace, _p: object) -> None:
+    if (st := _stamps(ctx)) is not None:
+        st.t0_ns = st.connect_end_ns = time.perf_counter_ns()
+
+
+def make_session() -> aiohttp.ClientSession:
+    """Return the probe session: trace hooks for t0/connect, no decompression, no pool limit."""
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_create_start.append(_on_create_start)
+    trace.on_connection_create_end.append(_on_connection_ready)
+    trace.on_connection_reuseconn.append(_on_connection_ready)
+    return aiohttp.ClientSession(
+        trace_configs=[trace], auto_decompress=False, connector=aiohttp.TCPConnector(limit=0)
+    )
+
+
+async def run_stream(
+    session: aiohttp.ClientSession,
+    job: ProbeJob,
+    prompt: Prompt,
+    url: str,
+    body: Mapping[str, Any],
+    decode: Decoder,
+    done_on_eof: bool = False,
+) -> ProbeResult:
+    """Send one streaming POST and measure it; never raises for network or server faults.
+
+    The timeout covers connect to last byte; on timeout or error the connection is closed, so the server
+    sees the client go away and stops generating.
+    """
+    header, trace_id = traceparent()
+    headers = {"traceparent": header, "Accept": "text/event-stream", "Accept-Encoding": "identity"}
+    if job.api_key:
+        headers["Authorization"] = f"Bearer {job.api_key}"
+    stamps, chunks = Stamps(), list[tuple[int, bytes]]()
+    ts, status, error = time.time(), None, None
+    stamps.t0_ns = time.perf_counter_ns()  # fallback when the session has no trace hooks
+    try:
+        async with asyncio.timeout(job.timeout):
+            async with session.post(url, json=body, headers=headers, trace_request_ctx=stamps) as resp:
+                status = resp.status
+                if status != 200:
+                    text = (await resp.content.read(512)).decode("utf-8", "replace")
+                    error = f"http {status}: {text.strip()}"
+                else:
+                    error = await _read(resp, chunks)
+    except TimeoutError:
+        error = f"timeout after {job.timeout:g}s"
+    except (aiohttp.ClientError, OSError) as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    return assemble(job, prompt, trace_id, ts, status, stamps, chunks, decode, done_on_eof, error)
+
+
+async def _read(resp: aiohttp.ClientResponse, chunks: list[tuple[int, bytes]]) -> str | None:
+    """Append stamped reads until EOF; close the connection unless the body was read to the end."""
+    size = 0
+    try:
+        async for data in resp.content.iter_any():
+            chunks.append((time.perf_counter_ns(), data))
+            size += len(data)
+            if size > MAX_BODY_BYTES:
+                return f"response larger than {MAX_BODY_BYTES} bytes"
+    finally:
+        if not resp.content.at_eof():
+            resp.close()
+    return None
+
+
+def assemble(
+    job: ProbeJob,
+    prompt: Prompt,
+    trace_id: str,
+    ts: float,
+    status: int | None,
+    stamps: Stamps,
+    chunks: list[tuple[int, bytes]],
+    decode: Decoder,
+    done_on_eof: bool,
+    error: str | None,
+) -> ProbeResult:
+    """Pure: stamped reads -> ProbeResult; the first fault wins: transport, error event, truncation."""
+    events, unfinished = split(chunks)
+    summary = summarize(stamps.t0_ns, [(e.t_ns, _safe_decode(decode, e.data)) for e in events])
+    if error is None:
+        error = _stream_error(summary, unfinished, done_on_eof)
+    itls = sorted(summary.itls_s)
+    connect = (stamps.connect_end_ns - stamps.connect_start_ns) * 1e-9 if stamps.connect_start_ns else 0.0
+    return ProbeResult(
+        ts=ts, probe=job.name, target=job.target, model=job.model, api=job.api, ok=error is None,
+        error=_redact(error, job.api_key), status_code=status, connect_s=connect if status else None,
+        ttft_s=summary.ttft_s, ttfot_s=summary.ttfot_s, e2e_s=summary.e2e_s, tpot_s=summary.tpot_s,
+        itl_p50_s=percentile(itls, 0.5) if itls else None,
+        itl_p99_s=percentile(itls, 0.99) if itls else None,
+        itl_max_s=itls[-1] if itls else None,
+        prompt_tokens=summary.prompt_tokens, output_tokens=summary.output_tokens,
+        prompt_bucket=prompt.bucket, trace_id=trace_id, itls_s=summary.itls_s,
+    )
+
+
+def _stream_error(summary: Summary, unfinished: bool, done_on_eof: bool) -> str | None:
+    if summary.error is not None:
+        return f"error event: {summary.error}"
+    if unfinished or not (summary.done or done_on_eof):
+        return "truncated stream: ended before its terminator"
+    if summary.ttft_s is None:
+        return "no tokens in stream"
+    return None
+
+
+def _safe_decode(decode: Decoder, data: str) -> Chunk:
+    if data == DONE:
+        return Chunk(done=True)
+    try:
+        return decode(data)
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError):
+        return Chunk(error=f"malformed event: {data[:80]!r}")
+
+
+def _redact(error: str | None, api_key: str | None) -> str | None:
+    """Strip URL credentials and the API key from an error message; cap it at 300 characters."""
+    if error is None:
+        return None
+    error = _USERINFO.sub("//***@", error)
+    if api_key:
+        error = error.replace(api_key, "***")
+    return error[:300]

@@ -1,0 +1,34 @@
+"""Hugging Face TGI `POST /generate_stream` probe: one token per event, totals in the final `details`."""
+
+from __future__ import annotations
+
+import json
+
+import aiohttp
+
+from sloguard.model import ProbeResult
+from sloguard.probes.job import ProbeJob
+from sloguard.probes.openai import error_text
+from sloguard.probes.stream import run_stream
+from sloguard.probes.timing import Chunk
+from sloguard.probes.workload import Prompt
+
+
+def decode_tgi(data: str) -> Chunk:
+    """Decode one TGI stream event; special tokens (EOS) and empty text carry no user-visible token."""
+    obj = json.loads(data)
+    err = error_text(obj)
+    if err is not None:
+        return Chunk(error=err)
+    token = obj.get("token") or {}
+    bearing = bool(token.get("text")) and not token.get("special", False)
+    details = obj.get("details") or {}
+    final = obj.get("generated_text") is not None or bool(details)
+    return Chunk(content=bearing, tokens=1 if bearing else None,
+                 output_tokens=details.get("generated_tokens"), done=final)
+
+
+async def tgi(session: aiohttp.ClientSession, job: ProbeJob, prompt: Prompt) -> ProbeResult:
+    """Probe `POST /generate_stream` asking for `details` (generated token count); no ignore_eos in TGI."""
+    body = {"inputs": prompt.text, "parameters": {"max_new_tokens": job.max_tokens, "details": True}}
+    return await run_stream(session, job, prompt, f"{job.url}/generate_stream", body, decode_tgi)

@@ -1,0 +1,70 @@
+"""SQLite store (WAL) for probe results; other modules add their own tables through `Store.conn`."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import fields
+from pathlib import Path
+
+from sloguard.clock import Clock, SystemClock
+from sloguard.model import ProbeResult
+
+# Every ProbeResult field but the per-token ITL list, which only feeds the live histograms.
+PROBE_COLUMNS = tuple(f.name for f in fields(ProbeResult) if f.name != "itls_s")
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS probe_results ({", ".join(PROBE_COLUMNS)});
+CREATE INDEX IF NOT EXISTS probe_results_ts ON probe_results (ts);
+"""
+
+
+class Store:
+    """One SQLite file in WAL mode; writes serialised by a lock, so one Store is safe across threads."""
+
+    def __init__(self, path: str | Path, clock: Clock | None = None) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._clock = clock or SystemClock()
+        self.lock = threading.RLock()
+        self.conn = sqlite3.connect(self.path, check_same_thread=False)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA busy_timeout=5000")
+        self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
+        with self.lock:
+            self.conn.executescript(_SCHEMA)
+
+    def add_probe_results(self, results: Sequence[ProbeResult]) -> None:
+        """Insert results in one transaction."""
+        rows = [tuple(getattr(r, c) for c in PROBE_COLUMNS) for r in results]
+        marks = ", ".join("?" * len(PROBE_COLUMNS))
+        with self.lock, self.conn:
+            self.conn.executemany(f"INSERT INTO probe_results VALUES ({marks})", rows)
+
+    def probe_results_since(self, ts: float, probe: str | None = None) -> list[ProbeResult]:
+        """Return results with `ts >= ts` (optionally of one probe), oldest first."""
+        sql = f"SELECT {', '.join(PROBE_COLUMNS)} FROM probe_results WHERE ts >= ?"
+        args: tuple[object, ...] = (ts,)
+        if probe is not None:
+            sql, args = sql + " AND probe = ?", (ts, probe)
+        with self.lock:
+            rows = self.conn.execute(sql + " ORDER BY ts", args).fetchall()
+        return [_result(row) for row in rows]
+
+    def prune(self, retention: float) -> int:
+        """Delete probe results older than `retention` seconds; return how many were deleted."""
+        with self.lock, self.conn:
+            cur = self.conn.execute("DELETE FROM probe_results WHERE ts < ?",
+                                    (self._clock.now() - retention,))
+        return cur.rowcount
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self.lock:
+            self.conn.close()
+
+
+def _result(row: Sequence[object]) -> ProbeResult:
+    values = dict(zip(PROBE_COLUMNS, row, strict=True))
+    values["ok"] = bool(values["ok"])
+    return ProbeResult(**values)  # type: ignore[arg-type]
