@@ -19,10 +19,20 @@ class Field:
     args: tuple[str, ...] = ()
     scale: float = 1.0
     labels: tuple[tuple[str, str], ...] = ()
+    attr: str = ""  # read this attribute of a struct result (one NVML call serves all its fields)
 
 
 # Base units: NVML reports mW, mJ and MHz; we export W, J and Hz.
 FIELDS: tuple[Field, ...] = (
+    Field("sloguard_gpu_utilization_ratio", "gauge", "Fraction of the last sample period a kernel ran.",
+          "nvmlDeviceGetUtilizationRates", scale=0.01, attr="gpu"),
+    Field("sloguard_gpu_memory_utilization_ratio", "gauge",
+          "Fraction of the last sample period device memory was read or written.",
+          "nvmlDeviceGetUtilizationRates", scale=0.01, attr="memory"),
+    Field("sloguard_gpu_memory_used_bytes", "gauge", "Device memory in use.", "nvmlDeviceGetMemoryInfo",
+          attr="used"),
+    Field("sloguard_gpu_memory_total_bytes", "gauge", "Device memory in total.", "nvmlDeviceGetMemoryInfo",
+          attr="total"),
     Field("sloguard_gpu_power_watts", "gauge", "Current board power draw.", "nvmlDeviceGetPowerUsage",
           scale=1e-3),
     Field("sloguard_gpu_power_limit_watts", "gauge", "Enforced power limit.",
@@ -35,12 +45,9 @@ FIELDS: tuple[Field, ...] = (
           ("NVML_CLOCK_SM",), scale=1e6),
     Field("sloguard_gpu_memory_clock_hertz", "gauge", "Current memory clock.", "nvmlDeviceGetClockInfo",
           ("NVML_CLOCK_MEM",), scale=1e6),
-    Field("sloguard_gpu_ecc_errors", "counter", "Volatile ECC errors since the last driver load.",
-          "nvmlDeviceGetTotalEccErrors", ("NVML_MEMORY_ERROR_TYPE_CORRECTED", "NVML_VOLATILE_ECC"),
-          labels=(("type", "corrected"),)),
-    Field("sloguard_gpu_ecc_errors", "counter", "Volatile ECC errors since the last driver load.",
-          "nvmlDeviceGetTotalEccErrors", ("NVML_MEMORY_ERROR_TYPE_UNCORRECTED", "NVML_VOLATILE_ECC"),
-          labels=(("type", "uncorrected"),)),
+    *(Field("sloguard_gpu_ecc_errors", "counter", "Volatile ECC errors since the last driver load.",
+            "nvmlDeviceGetTotalEccErrors", (f"NVML_MEMORY_ERROR_TYPE_{kind.upper()}", "NVML_VOLATILE_ECC"),
+            labels=(("type", kind),)) for kind in ("corrected", "uncorrected")),
 )
 
 # NVML's PCIe counters are KB/s over a 20 ms sample; KB = 1024 bytes as in nvidia-smi.
@@ -50,6 +57,9 @@ PCIE_FIELDS: tuple[Field, ...] = (
     Field("sloguard_gpu_pcie_rx_bytes_per_second", "gauge", "PCIe receive throughput (20 ms sample).",
           "nvmlDeviceGetPcieThroughput", ("NVML_PCIE_UTIL_RX_BYTES",), scale=1024.0),
 )
+
+# The first of these the module has reads the reasons bitmask (the older name was deprecated in 12.x).
+CLOCK_EVENT_GETTERS = ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons")
 
 # Bits of nvmlDeviceGetCurrentClocksEventReasons (formerly ...ThrottleReasons), as in nvml.h.
 CLOCK_EVENT_REASONS: tuple[tuple[int, str], ...] = (
