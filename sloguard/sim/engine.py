@@ -76,15 +76,15 @@ class Engine:
         req.queued = self._clock()
         self.waiting.append(req)
 
-    def cancel(self, req: SimRequest) -> None:
-        """Remove a request wherever it is and finish it as `abort`; no-op when already finished."""
+    def cancel(self, req: SimRequest, reason: str = "abort") -> None:
+        """Remove a request wherever it is and finish it with `reason`; no-op when already finished."""
         if req.finished is not None:
             return
         if req in self.waiting:
             self.waiting.remove(req)
         if req in self.running:
             self.running.remove(req)
-        self._finish(req, "abort", self._clock())
+        self._finish(req, reason, self._clock())
 
     def idle(self) -> bool:
         """Return True when nothing is waiting or running."""

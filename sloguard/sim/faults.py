@@ -50,7 +50,7 @@ def _flag(key: str, value: object) -> bool:
 
 def _garbage(key: str, value: object) -> bool | str:
     if isinstance(value, bool) or value in ("html", "binary"):
-        return value  # type: ignore[return-value]
+        return value
     raise ValueError(f"{key}: expected true, false, \"html\" or \"binary\", got {value!r}")
 
 
@@ -72,7 +72,8 @@ def merge(current: Faults, payload: object) -> Faults:
     unknown = sorted(set(payload) - set(FIELDS))
     if unknown:
         raise ValueError(f"unknown fault keys: {', '.join(unknown)}; known: {', '.join(FIELDS)}")
-    return replace(current, **{k: FIELDS[k](k, v) for k, v in payload.items()})
+    updates: dict[str, Any] = {k: FIELDS[k](k, v) for k, v in payload.items()}
+    return replace(current, **updates)
 
 
 def roll(rate: float, rng: random.Random) -> bool:

@@ -1,0 +1,64 @@
+"""`sloguard sim`: run the simulated vLLM server until SIGTERM/SIGINT (then exit 0 within ~1 s)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+
+from sloguard.sim.server import start
+from sloguard.sim.simulator import DEFAULT_BACKGROUND_RPS, DEFAULT_MODEL
+
+
+def _listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    return (host.strip("[]") or "127.0.0.1"), int(port)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the `sloguard sim` argument parser."""
+    ap = argparse.ArgumentParser(prog="sloguard sim", description="Simulated vLLM server (OpenAI API + "
+                                 "vLLM V1 /metrics + fault injection at /sim/faults).")
+    ap.add_argument("--listen", type=_listen, default=("127.0.0.1", 8000), help="HOST:PORT (port 0: any free)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of every random draw")
+    ap.add_argument("--model", default=DEFAULT_MODEL, help="served model name")
+    ap.add_argument("--max-batch", type=int, default=None, help="max running requests (default 32)")
+    ap.add_argument("--background-rps", type=float, default=DEFAULT_BACKGROUND_RPS,
+                    help="seeded Poisson background load in requests/s (0: none)")
+    ap.add_argument("--time-scale", type=float, default=1.0, help="multiply every model time (0.1: 10x faster)")
+    return ap
+
+
+async def serve(args: argparse.Namespace) -> int:
+    """Serve until a termination signal; print the URL once listening."""
+    host, port = args.listen
+    runner, bound = await start(host, port, seed=args.seed, model=args.model, max_batch=args.max_batch,
+                                background_rps=args.background_rps, time_scale=args.time_scale)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    shown = f"[{host}]" if ":" in host else host
+    print(f"listening on http://{shown}:{bound}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """Run `sloguard sim` with `argv` (without the program and subcommand names); return the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return asyncio.run(serve(args))
+    except OSError as exc:
+        print(f"sloguard sim: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

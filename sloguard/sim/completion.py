@@ -1,0 +1,105 @@
+"""`/v1/chat/completions` and `/v1/completions` handlers: faults, engine submission, SSE or JSON."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from typing import Any
+
+from aiohttp import web
+
+from sloguard.sim import wire
+from sloguard.sim.engine import SimRequest
+from sloguard.sim.faults import roll
+from sloguard.sim.simulator import Simulator
+
+SIM_KEY = web.AppKey("sim", Simulator)
+TokenQueue = asyncio.Queue[tuple[int, str | None]]
+
+
+def error_response(message: str, status: int, kind: str, headers: dict[str, str] | None = None) -> web.Response:
+    """Return an OpenAI-style JSON error."""
+    return web.json_response(wire.error_body(message, status, kind), status=status, headers=headers)
+
+
+async def handle(request: web.Request, api: wire.Api) -> web.StreamResponse:
+    """Serve one completion request; client disconnect cancels it in the engine (`abort`)."""
+    sim = request.app[SIM_KEY]
+    arrival = asyncio.get_running_loop().time()
+    try:
+        params = wire.parse(api, await request.json(), sim.model)
+    except json.JSONDecodeError:
+        return error_response("request body is not valid JSON", 400, "BadRequestError")
+    except wire.BadRequest as exc:
+        kind = "NotFoundError" if exc.status == 404 else "BadRequestError"
+        return error_response(str(exc), exc.status, kind)
+    faults = sim.faults
+    if faults.hang:
+        # Cancelled by aiohttp when the client goes away (handler_cancellation), so nothing leaks.
+        await asyncio.Event().wait()
+    if roll(faults.error_rate, sim.rng_faults):
+        sim.metrics.errored()
+        return error_response("injected fault: internal server error", 500, "InternalServerError")
+    queue: TokenQueue = asyncio.Queue()
+    req = sim.new_request(params, arrival, lambda n, fin: queue.put_nowait((n, fin)))
+    midstream = params.stream and roll(faults.midstream_error_rate, sim.rng_faults)
+    headers = {"x-sim-request-id": req.rid}
+    try:
+        await sim.scheduler.submit(req)
+        if params.stream:
+            return await _stream(request, sim, params, req, queue, midstream, headers)
+        return await _collect(sim, params, req, queue, headers)
+    finally:
+        sim.scheduler.cancel(req)
+
+
+async def _next(queue: TokenQueue) -> tuple[int, str | None]:
+    # Tokens that piled up while the writer was busy go out together, as a multi-token chunk does.
+    n, finish = await queue.get()
+    while finish is None and not queue.empty():
+        more, finish = queue.get_nowait()
+        n += more
+    return n, finish
+
+
+async def _stream(request: web.Request, sim: Simulator, p: wire.GenParams, req: SimRequest,
+                  queue: TokenQueue, midstream: bool, headers: dict[str, str]) -> web.StreamResponse:
+    resp = web.StreamResponse(headers={**headers, "Content-Type": "text/event-stream",
+                                       "Cache-Control": "no-cache"})
+    await resp.prepare(request)
+    text_rng = random.Random(f"{sim.seed}/{req.rid}")
+    error_after = req.target_tokens // 2 if midstream else None
+    sent = 0
+    finish: str | None = None
+    while finish is None:
+        n, finish = await _next(queue)
+        if n == 0:
+            break
+        if sent == 0 and p.api == "chat":
+            # vLLM sends the role-only chunk with the first output, not with the headers.
+            await resp.write(wire.chunk(p, req.rid, sim.created, None, None))
+        if error_after is not None and sent >= error_after:
+            sim.scheduler.cancel(req, "error")
+            await resp.write(wire.sse(wire.error_body("injected fault: mid-stream error", 500,
+                                                      "InternalServerError")))
+            return resp
+        await resp.write(wire.chunk(p, req.rid, sim.created, wire.token_text(text_rng, n), finish))
+        sent += n
+    if p.include_usage:
+        await resp.write(wire.usage_chunk(p, req.rid, sim.created, sent))
+    await resp.write(wire.DONE)
+    await resp.write_eof()
+    return resp
+
+
+async def _collect(sim: Simulator, p: wire.GenParams, req: SimRequest, queue: TokenQueue,
+                   headers: dict[str, str]) -> web.Response:
+    total = 0
+    finish: str | None = None
+    while finish is None:
+        n, finish = await _next(queue)
+        total += n
+    text = wire.token_text(random.Random(f"{sim.seed}/{req.rid}"), total)
+    body: dict[str, Any] = wire.full_response(p, req.rid, sim.created, text, finish, total)
+    return web.json_response(body, headers=headers)

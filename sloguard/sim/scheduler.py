@@ -1,0 +1,86 @@
+"""Async driver of the engine: step loop on the real event loop, plus seeded background load.
+
+Each step sleeps the model's duration with `asyncio.sleep`, then stamps tokens with `loop.time()`,
+so server-side histograms hold the times a client can observe (± one loop iteration).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from sloguard.sim.engine import Engine, SimRequest
+from sloguard.sim.model import output_length
+
+# (prompt tokens, max tokens, weight): the background request mix.
+BACKGROUND_MIX: tuple[tuple[int, int, int], ...] = ((64, 32, 40), (256, 64, 35), (1024, 128, 20), (2048, 256, 5))
+
+
+class Scheduler:
+    """Runs `engine` steps while there is work; wakes on submit."""
+
+    def __init__(self, engine: Engine, stall: Callable[[], float]) -> None:
+        self.engine = engine
+        self._stall = stall
+        self._wake = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def start(self, background_rps: float, rng: random.Random) -> None:
+        """Start the step loop and, when `background_rps` > 0, the background load."""
+        self._spawn(self._loop())
+        if background_rps > 0:
+            self._spawn(self._background(background_rps, rng))
+
+    async def stop(self) -> None:
+        """Cancel every task this scheduler started and wait for them."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def submit(self, req: SimRequest) -> None:
+        """Wait out the stall fault (counted in TTFT), then queue `req` in the engine."""
+        stall = self._stall()
+        if stall > 0:
+            req.stall_s = stall
+            await asyncio.sleep(stall)
+        self.engine.submit(req)
+        self._wake.set()
+
+    def cancel(self, req: SimRequest, reason: str = "abort") -> None:
+        """Finish `req` early (client went away: `abort`; injected stream error: `error`)."""
+        self.engine.cancel(req, reason)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _loop(self) -> None:
+        while True:
+            duration = self.engine.plan()
+            if duration is None:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            await asyncio.sleep(duration)
+            self.engine.complete()
+
+    async def _background(self, rps: float, rng: random.Random) -> None:
+        loop = asyncio.get_running_loop()
+        seq = 0
+        while True:
+            await asyncio.sleep(rng.expovariate(rps))
+            seq += 1
+            prompt, max_tokens, _ = rng.choices(BACKGROUND_MIX, weights=[w for *_, w in BACKGROUND_MIX])[0]
+            target, reason = output_length(max_tokens, False, rng)
+            cached = int(prompt * self.engine.profile.prefix_hit_ratio)
+            req = SimRequest(rid=f"bg-{seq}", prompt_tokens=prompt, max_tokens=max_tokens,
+                             target_tokens=target, finish_reason=reason, arrival=loop.time(),
+                             cached_tokens=cached)
+            self._spawn(self.submit(req))

@@ -1,0 +1,114 @@
+"""aiohttp app of the simulated vLLM server: OpenAI API, vLLM `/metrics`, and `/sim/*` control routes.
+
+Routes: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`, `GET /health`,
+`GET /metrics`, `GET /sim/profile`, `GET|POST|DELETE /sim/faults`, `GET /sim/requests/{id}`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+
+from sloguard.sim import completion
+from sloguard.sim.completion import SIM_KEY, error_response
+from sloguard.sim.faults import garbage_body
+from sloguard.sim.model import LatencyProfile
+from sloguard.sim.simulator import DEFAULT_BACKGROUND_RPS, DEFAULT_MODEL, Simulator
+from sloguard.sim.wire import MAX_MODEL_LEN
+
+METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+SHUTDOWN_TIMEOUT_S = 1.0
+
+
+async def _chat(request: web.Request) -> web.StreamResponse:
+    return await completion.handle(request, "chat")
+
+
+async def _completions(request: web.Request) -> web.StreamResponse:
+    return await completion.handle(request, "completions")
+
+
+async def _models(request: web.Request) -> web.Response:
+    sim = request.app[SIM_KEY]
+    card = {"id": sim.model, "object": "model", "created": sim.created, "owned_by": "vllm", "root": sim.model,
+            "parent": None, "max_model_len": MAX_MODEL_LEN}
+    return web.json_response({"object": "list", "data": [card]})
+
+
+async def _health(request: web.Request) -> web.Response:
+    return web.Response(status=200)
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    sim = request.app[SIM_KEY]
+    if sim.faults.garbage_metrics:
+        body, ctype = garbage_body(sim.faults.garbage_metrics, sim.rng_faults)
+        return web.Response(body=body, headers={"Content-Type": ctype})
+    return web.Response(body=sim.metrics.render(), headers={"Content-Type": METRICS_CONTENT_TYPE})
+
+
+async def _profile(request: web.Request) -> web.Response:
+    return web.json_response(request.app[SIM_KEY].profile_json())
+
+
+async def _faults(request: web.Request) -> web.Response:
+    sim = request.app[SIM_KEY]
+    if request.method == "DELETE":
+        return web.json_response(sim.clear_faults().as_json())
+    if request.method == "POST":
+        try:
+            sim.set_faults(await request.json())
+        except (json.JSONDecodeError, ValueError) as exc:
+            return error_response(str(exc), 400, "BadRequestError")
+    return web.json_response(sim.faults.as_json())
+
+
+async def _request(request: web.Request) -> web.Response:
+    found = request.app[SIM_KEY].request_json(request.match_info["rid"])
+    if found is None:
+        return error_response("unknown or expired request id", 404, "NotFoundError")
+    return web.json_response(found)
+
+
+def build_app(sim: Simulator) -> web.Application:
+    """Return the app; its startup starts the simulator's loops and its cleanup stops them."""
+    app = web.Application()
+    app[SIM_KEY] = sim
+
+    async def on_startup(_: web.Application) -> None:
+        sim.start()
+
+    async def on_cleanup(_: web.Application) -> None:
+        await sim.stop()
+
+    app.on_startup.append(on_startup)
+    app.on_cleanup.append(on_cleanup)
+    app.add_routes([
+        web.post("/v1/chat/completions", _chat), web.post("/v1/completions", _completions),
+        web.get("/v1/models", _models), web.get("/health", _health), web.get("/metrics", _metrics),
+        web.get("/sim/profile", _profile), web.get("/sim/faults", _faults), web.post("/sim/faults", _faults),
+        web.delete("/sim/faults", _faults), web.get("/sim/requests/{rid}", _request),
+    ])
+    return app
+
+
+def make_simulator(seed: int = 0, **opts: Any) -> Simulator:
+    """Build a Simulator from options: model, background_rps, time_scale, and LatencyProfile fields."""
+    model = str(opts.pop("model", None) or DEFAULT_MODEL)
+    rps = float(opts.pop("background_rps", DEFAULT_BACKGROUND_RPS))
+    scale = float(opts.pop("time_scale", 1.0))
+    profile = LatencyProfile(**{k: v for k, v in opts.items() if v is not None}).scaled(scale)
+    return Simulator(seed=seed, model=model, profile=profile, background_rps=rps)
+
+
+async def start(host: str, port: int, seed: int = 0, **opts: Any) -> tuple[web.AppRunner, int]:
+    """Serve a new simulator on host:port (0 picks a free port); return the runner and the bound port."""
+    app = build_app(make_simulator(seed, **opts))
+    runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=SHUTDOWN_TIMEOUT_S,
+                           access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    return runner, int(runner.addresses[0][1])
