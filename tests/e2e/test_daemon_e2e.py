@@ -1,0 +1,143 @@
+"""The daemon against the simulator, scraped by a real Prometheus: readiness, live data, promtool, reload, SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.procs import (
+    Proc,
+    free_port,
+    http_get,
+    http_post,
+    metric_value,
+    prom_query,
+    prometheus,
+    sim_config,
+    simulator,
+    start_daemon,
+    wait_until,
+)
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("daemon")
+
+
+@pytest.fixture(scope="module")
+def sim(tmp: Path) -> Iterator[Proc]:
+    with simulator(tmp) as proc:
+        yield proc
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp: Path, sim: Proc) -> Iterator[Proc]:
+    port, dead = free_port(), free_port()
+    text = sim_config(sim, port, tmp / "state").replace(
+        "targets:\n",
+        f"targets:\n  - {{name: dead, metrics_url: 'http://127.0.0.1:{dead}/metrics', scrape_interval: 1s, "
+        "scrape_timeout: 500ms}\n", 1)
+    proc = start_daemon(tmp, text)
+    yield proc
+    proc.stop()
+
+
+def _metrics(d: Proc) -> str:
+    status, body = http_get(f"{d.url}/metrics")
+    assert status == 200
+    return body.decode()
+
+
+def test_ready_after_first_evaluation_and_live_data(daemon: Proc) -> None:
+    wait_until(lambda: http_get(f"{daemon.url}/-/ready")[0] == 200, 20, "/-/ready")
+    wait_until(lambda: (metric_value(_metrics(daemon), "sloguard_probe_requests_total") or 0) >= 2, 30,
+               "probe results in /metrics")
+    wait_until(lambda: metric_value(_metrics(daemon), "sloguard_server_ttft_seconds", {"window": "1m"}) is not None,
+               30, "server TTFT quantiles from the scrape")
+    text = _metrics(daemon)
+    assert metric_value(text, "sloguard_source_up", {"source": "scrape", "target": "sim"}) == 1.0
+    assert metric_value(text, "sloguard_build_info") == 1.0
+    assert metric_value(text, "sloguard_config_last_reload_successful") == 1.0
+
+
+def test_dead_target_is_down_and_nothing_else_is(daemon: Proc) -> None:
+    wait_until(lambda: metric_value(_metrics(daemon), "sloguard_source_up", {"target": "dead"}) == 0.0, 20,
+               "the dead target reported down")
+    text = _metrics(daemon)
+    assert metric_value(text, "sloguard_source_failures_total", {"target": "dead", "reason": "connect"}) is not None
+    assert metric_value(text, "sloguard_source_up", {"target": "sim"}) == 1.0
+
+
+def test_garbage_metrics_from_the_target_is_reported_not_fatal(daemon: Proc, sim: Proc) -> None:
+    assert http_post(f"{sim.url}/sim/faults", {"garbage_metrics": True})[0] in (200, 204)
+    try:
+        wait_until(lambda: metric_value(_metrics(daemon), "sloguard_source_up", {"target": "sim"}) == 0.0, 20,
+                   "garbage /metrics reported as down")
+        assert http_get(f"{daemon.url}/-/healthy")[0] == 200
+    finally:
+        http_post(f"{sim.url}/sim/faults", method="DELETE")
+    wait_until(lambda: metric_value(_metrics(daemon), "sloguard_source_up", {"target": "sim"}) == 1.0, 20,
+               "recovery after the fault is removed")
+
+
+def test_exposition_passes_promtool(daemon: Proc) -> None:
+    wait_until(lambda: "sloguard_slo_" in _metrics(daemon), 30, "SLO series")
+    out = subprocess.run(["promtool", "check", "metrics"], input=_metrics(daemon).encode(), capture_output=True,
+                         check=False)
+    assert out.returncode == 0, out.stdout.decode() + out.stderr.decode()
+    assert out.stdout.decode().strip() == "", out.stdout.decode()
+
+
+def test_api_and_debug_endpoints_are_json(daemon: Proc) -> None:
+    for path in ("/api/v1/slos", "/debug/probes", "/debug/alerts"):
+        status, body = http_get(f"{daemon.url}{path}")
+        assert status == 200, path
+        json.loads(body)
+    status, body = http_get(f"{daemon.url}/")
+    assert status == 200 and b"/metrics" in body
+
+
+def test_reload_keeps_old_config_on_error_then_recovers(daemon: Proc, tmp: Path) -> None:
+    cfg = tmp / "sloguard.yaml"
+    good = cfg.read_text()
+    cfg.write_text(good.replace("threshold: 500ms", "threshold: 0s", 1))
+    daemon.popen.send_signal(signal.SIGHUP)
+    wait_until(lambda: metric_value(_metrics(daemon), "sloguard_config_last_reload_successful") == 0.0, 10,
+               "reload gauge 0 after a bad file")
+    assert http_get(f"{daemon.url}/-/healthy")[0] == 200
+    assert metric_value(_metrics(daemon), "sloguard_source_up", {"target": "sim"}) == 1.0
+    assert "slos[0].objectives[0].threshold: must be > 0" in daemon.output()
+    assert http_post(f"{daemon.url}/-/reload")[0] == 500
+    cfg.write_text(good)
+    daemon.popen.send_signal(signal.SIGHUP)
+    wait_until(lambda: metric_value(_metrics(daemon), "sloguard_config_last_reload_successful") == 1.0, 10,
+               "reload gauge back to 1")
+    assert http_post(f"{daemon.url}/-/reload")[0] == 200
+
+
+def test_real_prometheus_scrapes_the_daemon(daemon: Proc, tmp: Path) -> None:
+    with prometheus(tmp, daemon.port) as prom:
+        wait_until(lambda: bool(prom_query(prom, 'up{job="sloguard"} == 1')), 30, "Prometheus target up")
+        for q in ('sloguard_source_up{target="sim"}', "sloguard_probe_requests_total", "sloguard_build_info",
+                  "sloguard_probe_ttft_seconds_bucket", "sloguard_slo_requests_total"):
+            wait_until(lambda q=q: bool(prom_query(prom, q)), 20, f"{q} in Prometheus")
+
+
+def test_sigterm_exits_zero_within_ten_seconds(tmp: Path, sim: Proc) -> None:
+    sub = tmp / "term"
+    sub.mkdir()
+    proc = start_daemon(sub, sim_config(sim, free_port(), sub / "state"))
+    wait_until(lambda: http_get(f"{proc.url}/-/ready")[0] == 200, 20, "/-/ready")
+    start = time.monotonic()
+    proc.popen.send_signal(signal.SIGTERM)
+    code = proc.popen.wait(timeout=10)
+    assert code == 0, proc.output()
+    assert time.monotonic() - start < 10
