@@ -8,6 +8,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -148,7 +149,5 @@ class SourceRunner:
             self.scheduler.shutdown(wait=False)
 
 
-def _dt(ts: float) -> object:
-    from datetime import datetime, timezone
-
-    return datetime.fromtimestamp(ts, tz=timezone.utc)
+def _dt(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=UTC)
