@@ -98,13 +98,10 @@ class ProcessFinder:
         return proc if self._accepts(spec, info) else None
 
     def _scan(self, spec: ProcessSpec) -> Any:
-        best = None
-        for proc in self.ps.process_iter(["name", "cmdline", "create_time"]):
-            if proc.pid == os.getpid() or not self._accepts(spec, proc.info):
-                continue
-            if best is None or (proc.info["create_time"] or 0.0) < (best.info["create_time"] or 0.0):
-                best = proc
-        return best
+        found = [p for p in self.ps.process_iter(["name", "cmdline", "create_time"])
+                 if p.pid != os.getpid() and self._accepts(spec, p.info)]
+        # oldest first: the serving parent rather than its workers; pid breaks start-time ties (10 ms ticks)
+        return min(found, key=lambda p: (p.info["create_time"] or 0.0, p.pid), default=None)
 
     def _accepts(self, spec: ProcessSpec, info: Mapping[str, Any]) -> bool:
         name = spec.process_name or (None if spec.cmdline_regex or spec.pid_file else spec.name)
