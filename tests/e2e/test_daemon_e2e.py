@@ -141,3 +141,8 @@ def test_sigterm_exits_zero_within_ten_seconds(tmp: Path, sim: Proc) -> None:
     code = proc.popen.wait(timeout=10)
     assert code == 0, proc.output()
     assert time.monotonic() - start < 10
+
+
+def test_daemon_process_never_loads_torch(daemon: Proc) -> None:
+    maps = Path(f"/proc/{daemon.popen.pid}/maps").read_text()
+    assert "torch" not in maps, "torch must run only in the canary subprocess"
