@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from sloguard.config.spec import Config, SLOSpec
+from sloguard.model import ProbeResult
 from sloguard.slo.burnrate import windows_for
 
 Source = Literal["probe", "server"]
@@ -73,6 +74,28 @@ class SLO:
     def key(self) -> tuple[str, str, str | None, str]:
         """Return the identity kept across reloads: name, target, probe, source."""
         return (self.name, self.target, self.probe, self.source)
+
+
+# Goodput criterion -> ProbeResult field; ITL is judged on the request's p99 gap.
+GOODPUT_FIELDS: Mapping[str, str] = {"ttft": "ttft_s", "tpot": "tpot_s", "e2e": "e2e_s", "itl": "itl_p99_s"}
+SKIPPED_WHEN_UNDEFINED = frozenset({"tpot", "itl"})  # undefined for ≤1 output token
+
+
+def is_good(result: ProbeResult, goodput: Goodput | None) -> bool:
+    """Return whether a request succeeded and met every goodput threshold.
+
+    TPOT and ITL are undefined for ≤1 output token: that criterion is skipped for the request. A
+    succeeded request without TTFT or E2E (no token) fails those criteria.
+    """
+    if not result.ok:
+        return False
+    for metric, threshold in goodput.thresholds() if goodput is not None else ():
+        value = getattr(result, GOODPUT_FIELDS[metric])
+        if value is None and metric in SKIPPED_WHEN_UNDEFINED:
+            continue
+        if value is None or value > threshold:
+            return False
+    return True
 
 
 def budget_sli(slo: SLO) -> BudgetSLI:

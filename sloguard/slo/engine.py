@@ -1,0 +1,92 @@
+"""The stateful SLO holder the daemon owns: routes probe results into windows, evaluates, exports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from prometheus_client.metrics_core import Metric
+
+from sloguard.clock import Clock
+from sloguard.model import ProbeResult
+from sloguard.slo import export
+from sloguard.slo.evaluate import ServerWindowsLike, evaluate
+from sloguard.slo.model import SLO, SLOStatus, budget_sli, is_good
+from sloguard.windows.probe import ProbeWindow
+
+ALL = ""  # the all-requests segment
+
+
+class SLOEngine:
+    """Per-SLO probe windows and cumulative good/bad counters; not thread-safe (event loop only)."""
+
+    def __init__(self, slos: Sequence[SLO], clock: Clock) -> None:
+        self._clock = clock
+        self._slos: tuple[SLO, ...] = ()
+        self._windows: dict[str, dict[str, ProbeWindow]] = {}
+        self._requests: dict[tuple[str, bool], int] = {}
+        self.reconfigure(slos)
+
+    @property
+    def slos(self) -> tuple[SLO, ...]:
+        """Return the SLOs evaluated, in config order."""
+        return self._slos
+
+    def windows(self, slo: str) -> dict[str, ProbeWindow]:
+        """Return an SLO's probe windows by segment ("" = all requests)."""
+        return self._windows[slo]
+
+    def add_probe_results(self, results: Iterable[ProbeResult]) -> None:
+        """Record results in every probe SLO whose target (and probe, if set) match; count them."""
+        self._add(results, count=True)
+
+    def rebuild(self, results: Iterable[ProbeResult]) -> None:
+        """Refill windows from stored results (oldest first) so a restart keeps the error budget."""
+        self._add(sorted(results, key=lambda r: r.ts), count=False)
+
+    def evaluate(self, now: float, server: ServerWindowsLike | None = None) -> list[SLOStatus]:
+        """Return every SLO's status at `now`, forgetting what left the windows."""
+        out = []
+        for slo in self._slos:
+            for pw in self._windows[slo.name].values():
+                pw.expire(now)
+            out.append(evaluate(slo, self._windows[slo.name], now, server))
+        return out
+
+    def families(self, statuses: Sequence[SLOStatus]) -> list[Metric]:
+        """Return the sloguard_slo_* and sloguard_stage_* families for these statuses."""
+        return export.families(statuses, self._requests)
+
+    def api_json(self, statuses: Sequence[SLOStatus]) -> dict[str, object]:
+        """Return the GET /api/v1/slos document."""
+        return export.api_json(statuses)
+
+    def reconfigure(self, slos: Sequence[SLO]) -> None:
+        """Swap SLOs; keep the windows and counters of those whose name, target, probe and source remain."""
+        old = {s.name: s for s in self._slos}
+        windows: dict[str, dict[str, ProbeWindow]] = {}
+        for slo in slos:
+            kept = old.get(slo.name)
+            if kept is not None and kept.key == slo.key:
+                windows[slo.name] = self._windows[slo.name]
+                for pw in windows[slo.name].values():
+                    pw.longest = slo.window
+            else:
+                windows[slo.name] = {ALL: ProbeWindow(slo.window)}
+        names = {s.name for s in slos}
+        self._requests = {k: v for k, v in self._requests.items() if k[0] in names}
+        self._slos, self._windows = tuple(slos), windows
+
+    def _add(self, results: Iterable[ProbeResult], count: bool) -> None:
+        probe_slos = [s for s in self._slos if s.source == "probe"]
+        for r in results:
+            for slo in probe_slos:
+                if r.target != slo.target or (slo.probe is not None and r.probe != slo.probe):
+                    continue
+                good = is_good(r, slo.goodput)
+                segments = self._windows[slo.name]
+                segments[ALL].add(r, good)
+                if slo.segment_by == "prompt_bucket":
+                    segments.setdefault(r.prompt_bucket, ProbeWindow(slo.window)).add(r, good)
+                if count:
+                    key = (slo.name, good if budget_sli(slo) == "goodput" else r.ok)
+                    self._requests[key] = self._requests.get(key, 0) + 1

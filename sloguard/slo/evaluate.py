@@ -1,0 +1,185 @@
+"""Pure SLO evaluation: SLO × windows × now → SLOStatus. Empty windows give None ("no data"), never 0.
+
+Definitions (README-ready):
+- quantiles: probe SLOs use numpy `linear` percentiles while exact (sloguard.windows.probe), server SLOs
+  Prometheus `histogram_quantile` maths on the window's bucket deltas (sloguard.windows.histo).
+- compliance: probe: quantile ≤ threshold; server: share of observations ≤ threshold ≥ percentile/100.
+- goodput ratio = good / requests, rate = good / window seconds (probe SLOs only: histograms cannot
+  tell which request met every threshold).
+- error_ratio = the share of requests that spent error budget (model.budget_sli); for server SLOs the
+  worst per-threshold miss share, max(1 − fraction_le), a lower bound on the not-good share.
+- burn rate = error_ratio / (1 − budget_objective); error budget remaining over the SLO window =
+  1 − bad / allowed = 1 − burn rate over that window, not clamped (−1 = budget spent twice over).
+- stages: share = stage p50 / E2E p50 (same window); overrun = stage p95 / its budget;
+  network ≈ probe TTFT − server TTFT at the same quantile and window (an estimate).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from sloguard.model import Histogram
+from sloguard.slo.burnrate import burn_rate
+from sloguard.slo.model import (
+    SLO,
+    ObjectiveStatus,
+    SLOStatus,
+    StageStatus,
+    WindowStatus,
+    budget_objective,
+    budget_sli,
+)
+from sloguard.windows import histo
+from sloguard.windows.probe import ProbeWindow, WindowView
+
+STAGE_QS = (0.5, 0.95, 0.99)
+PROBE_STAGES = ("connect", "ttft", "decode", "e2e")
+SERVER_STAGES_WITH_PROBE = ("queue", "prefill")
+SERVER_STAGES = ("queue", "prefill", "ttft", "decode", "e2e")
+WORST_STAGE_WINDOW = 3600.0  # worst_stage is judged on the 1h window: recent, yet not one noisy probe
+
+
+class ServerWindowsLike(Protocol):
+    def histogram(self, target: str, model: str | None, signal: str, window: float, now: float) -> Histogram | None:
+        """Return the window's histogram delta for a target's signal (model None = all models)."""
+        ...
+
+
+class QuantileReader(Protocol):
+    def quantiles(self, metric: str, qs: Sequence[float]) -> tuple[float, ...] | None:
+        """Return the metric's quantiles over one window, or None without data."""
+        ...
+
+
+class ServerReader:
+    """Read quantiles of one target's server histograms over one window."""
+
+    def __init__(self, server: ServerWindowsLike, target: str, window: float, now: float) -> None:
+        self._server, self._target, self._window, self._now = server, target, window, now
+
+    def histogram(self, metric: str) -> Histogram | None:
+        """Return the window's histogram for a signal, or None when empty."""
+        h = self._server.histogram(self._target, None, metric, self._window, self._now)
+        return h if h is not None and h.count > 0 else None
+
+    def quantiles(self, metric: str, qs: Sequence[float]) -> tuple[float, ...] | None:
+        h = self.histogram(metric)
+        values = [histo.quantile(q, h) for q in qs] if h is not None else [None]
+        return None if any(v is None for v in values) else tuple(float(v or 0.0) for v in values)
+
+
+def _ratio(part: float, whole: float) -> float | None:
+    return part / whole if whole > 0 else None
+
+
+def _probe_counts(slo: SLO, view: WindowView, window: float, segment: str) -> WindowStatus:
+    total = view.total
+    bad = total - (view.good if budget_sli(slo) == "goodput" else view.ok)
+    error_ratio = _ratio(bad, total)
+    has_goodput = slo.goodput is not None and total > 0
+    return WindowStatus(
+        window, segment, total, view.good, total - view.ok,
+        _ratio(view.good, total) if slo.goodput is not None else None,
+        view.good / window if has_goodput else None,
+        error_ratio, _ratio(total - view.ok, total),
+        burn_rate(error_ratio, budget_objective(slo)), view.exact,
+    )
+
+
+def _probe_objectives(slo: SLO, view: WindowView, window: float, segment: str) -> list[ObjectiveStatus]:
+    out = []
+    for o in slo.objectives:
+        qs = view.quantiles(o.metric, (o.quantile,)) if o.metric in _PROBE_READABLE else None
+        value = None if qs is None else qs[0]
+        compliant = None if value is None else value <= o.threshold
+        out.append(ObjectiveStatus(o.metric, o.percentile, o.threshold, window, segment, value, compliant,
+                                   exact=view.exact))
+    return out
+
+
+_PROBE_READABLE = frozenset({"ttft", "ttfot", "tpot", "itl", "e2e", "decode"})
+
+
+def _server_window(slo: SLO, reader: ServerReader, window: float) -> tuple[WindowStatus, list[ObjectiveStatus]]:
+    objectives, misses, requests = [], [], 0.0
+    for o in slo.objectives:
+        h = reader.histogram(o.metric)
+        value = None if h is None else histo.quantile(o.quantile, h)
+        frac = None if h is None else histo.fraction_le(h, o.threshold)
+        requests = max(requests, 0.0 if h is None else h.count)
+        ok = None if frac is None else frac[0] >= o.quantile
+        objectives.append(ObjectiveStatus(o.metric, o.percentile, o.threshold, window, "", value, ok,
+                                          None if frac is None else frac[0], frac is None or frac[1]))
+    for metric, threshold in slo.goodput.thresholds() if slo.goodput is not None else ():
+        h = reader.histogram(metric)
+        frac = None if h is None else histo.fraction_le(h, threshold)
+        if frac is not None and h is not None:
+            misses.append(1.0 - frac[0])
+            requests = max(requests, h.count)
+    error_ratio = max(misses) if misses and budget_sli(slo) == "goodput" else None
+    status = WindowStatus(window, "", requests, None, None, None, None, error_ratio, None,
+                          burn_rate(error_ratio, budget_objective(slo)), False)
+    return status, objectives
+
+
+def _stage(slo: SLO, name: str, source: str, qs: tuple[float, ...] | None, e2e_p50: float | None,
+           window: float, segment: str, estimate: bool = False) -> StageStatus:
+    p50, p95, p99 = qs if qs is not None else (None, None, None)
+    budget = slo.budgets.get(name)
+    share = p50 / e2e_p50 if p50 is not None and e2e_p50 else None
+    overrun = p95 / budget if p95 is not None and budget else None
+    return StageStatus(name, window, segment, "server" if source == "server" else "probe",
+                       p50, p95, p99, budget, share, overrun, estimate)
+
+
+def _stages(slo: SLO, probe: QuantileReader | None, server: ServerReader | None,
+            window: float, segment: str) -> list[StageStatus]:
+    table: list[tuple[str, str, tuple[float, ...] | None]] = []
+    if probe is not None:
+        table += [(s, "probe", probe.quantiles(s, STAGE_QS)) for s in PROBE_STAGES]
+    if server is not None:
+        names = SERVER_STAGES_WITH_PROBE if probe is not None else SERVER_STAGES
+        table += [(s, "server", server.quantiles(s, STAGE_QS)) for s in names]
+    e2e = next((qs[0] for name, _, qs in table if name == "e2e" and qs is not None), None)
+    out = [_stage(slo, name, src, qs, e2e, window, segment) for name, src, qs in table]
+    if probe is not None and server is not None:
+        net = _network(probe.quantiles("ttft", STAGE_QS), server.quantiles("ttft", STAGE_QS))
+        out.append(_stage(slo, "network", "probe", net, e2e, window, segment, estimate=True))
+    return out
+
+
+def _network(probe: tuple[float, ...] | None, server: tuple[float, ...] | None) -> tuple[float, ...] | None:
+    if probe is None or server is None:
+        return None
+    return tuple(p - s for p, s in zip(probe, server, strict=True))
+
+
+def _worst_stage(stages: Sequence[StageStatus]) -> str | None:
+    judged = [s for s in stages if s.window == WORST_STAGE_WINDOW and not s.segment and s.overrun is not None]
+    worst = max(judged, key=lambda s: s.overrun or 0.0, default=None)
+    return worst.stage if worst is not None and (worst.overrun or 0.0) > 1.0 else None
+
+
+def evaluate(slo: SLO, probe: Mapping[str, ProbeWindow] | None, now: float,
+             server: ServerWindowsLike | None = None) -> SLOStatus:
+    """Return the SLO's status at `now` from its probe windows (segment -> window; "" = all) and server windows."""
+    windows: list[WindowStatus] = []
+    objectives: list[ObjectiveStatus] = []
+    stages: list[StageStatus] = []
+    for w in slo.windows:
+        sreader = ServerReader(server, slo.target, w, now) if server is not None else None
+        if slo.source == "server" and sreader is not None:
+            status, objs = _server_window(slo, sreader, w)
+            windows.append(status)
+            objectives += objs
+            stages += _stages(slo, None, sreader, w, "")
+            continue
+        for segment, pw in sorted((probe or {}).items()):
+            view = pw.view(w, now)
+            windows.append(_probe_counts(slo, view, w, segment))
+            objectives += _probe_objectives(slo, view, w, segment)
+            stages += _stages(slo, view, sreader if not segment else None, w, segment)
+    budget = next((s.burn_rate for s in windows if s.window == slo.window and not s.segment), None)
+    return SLOStatus(slo, now, budget_objective(slo), budget_sli(slo), tuple(windows), tuple(objectives),
+                     tuple(stages), None if budget is None else 1.0 - budget, _worst_stage(stages))

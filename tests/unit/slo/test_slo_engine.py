@@ -1,0 +1,111 @@
+"""The engine: routing, restart keeps the error budget, reload keeps windows, exposition passes promtool."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.metrics_core import Metric
+
+from sloguard.clock import FakeClock
+from sloguard.model import ProbeResult
+from sloguard.slo import cli
+from sloguard.slo.engine import SLOEngine
+from sloguard.slo.model import SLO, Goodput, Objective
+
+NOW = 2_000_000.0
+SLOS = (
+    SLO("a", "t", objectives=(Objective("ttft", 95, 0.5),), goodput=Goodput(0.9, ttft=0.5),
+        budgets={"ttft": 0.4}, segment_by="prompt_bucket"),
+    SLO("b", "t", probe="other", error_objective=0.99),
+    SLO("c", "u"),
+)
+
+
+def _results(n: int = 200) -> list[ProbeResult]:
+    return [ProbeResult(ts=NOW - 10 * i, probe="p", target="t", model="m", api="chat", ok=i % 20 != 0,
+                        ttft_s=0.3 if i % 4 else 0.8, e2e_s=1.0, connect_s=0.01,
+                        prompt_bucket="short" if i % 2 else "long") for i in range(n)]
+
+
+def test_routing_and_counters() -> None:
+    engine = SLOEngine(SLOS, FakeClock(NOW))
+    engine.add_probe_results(_results())
+    assert sorted(engine.windows("a")) == ["", "long", "short"]
+    assert engine.windows("b")[""].view(1e9, NOW).total == 0  # probe filter
+    assert engine.windows("c")[""].view(1e9, NOW).total == 0  # target filter
+    text = _render(engine.families(engine.evaluate(NOW)))
+    assert 'sloguard_slo_requests_total{good="false",slo="a"} 50.0' in text
+    assert 'sloguard_slo_requests_total{good="true",slo="a"} 150.0' in text
+
+
+def test_restart_keeps_error_budget() -> None:
+    clock = FakeClock(NOW)
+    before = SLOEngine(SLOS, clock)
+    before.add_probe_results(_results())
+    after = SLOEngine(SLOS, clock)
+    after.rebuild(reversed(_results()))
+    budgets = [(s.error_budget_remaining, s.windows) for s in before.evaluate(NOW)]
+    assert budgets == [(s.error_budget_remaining, s.windows) for s in after.evaluate(NOW)]
+    assert budgets[0][0] == pytest.approx(1 - 0.25 / 0.1)
+
+
+def test_reconfigure_keeps_windows_of_same_definition() -> None:
+    engine = SLOEngine(SLOS, FakeClock(NOW))
+    engine.add_probe_results(_results())
+    engine.reconfigure((SLOS[0], SLO("b", "u")))
+    assert engine.windows("a")[""].view(1e9, NOW).total == 200
+    assert engine.windows("b")[""].view(1e9, NOW).total == 0
+
+
+def _render(families: list[Metric]) -> str:
+    class _C:
+        def collect(self) -> list[Metric]:
+            return families
+
+    reg = CollectorRegistry()
+    reg.register(_C())
+    return generate_latest(reg).decode()
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not on PATH")
+def test_exposition_passes_promtool_and_omits_empty() -> None:
+    engine = SLOEngine(SLOS, FakeClock(NOW))
+    engine.add_probe_results(_results())
+    text = _render(engine.families(engine.evaluate(NOW)))
+    check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert 'sloguard_slo_burn_rate{slo="a",window="5m"}' in text
+    assert 'sloguard_slo_goodput_ratio{prompt_bucket="short",slo="a",window="1h"}' in text
+    assert 'sloguard_stage_latency_seconds{quantile="0.95",slo="a",stage="ttft",window="1h"}' in text
+    assert 'sloguard_slo_window_requests{slo="c"' not in text  # no data is absent, never 0
+    assert 'sloguard_slo_error_budget_remaining_ratio{slo="c"' not in text
+
+
+def test_cli_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        "version: sloguard/v1\ntargets: [{name: t, api_url: 'http://127.0.0.1:1'}]\n"
+        "probes: [{name: p, target: t}]\n"
+        "slos: [{name: a, target: t, goodput: {ttft: 500ms, target: 0.9}, error_budget_window: 1d}]\n"
+    )
+    rows = [json.dumps(_row(r)) for r in _results()]
+    res = tmp_path / "r.jsonl"
+    res.write_text("\n".join(rows) + "\n")
+    assert cli.main(["-c", str(cfg), "--results", str(res), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (slo,) = doc["slos"]
+    assert slo["error_budget_remaining"] == pytest.approx(1 - 0.25 / 0.1)
+    day = next(w for w in slo["windows"] if w["window"] == "1d")
+    assert (day["requests"], day["good"]) == (200, 150)
+
+
+def _row(r: ProbeResult) -> dict[str, object]:
+    row = asdict(r)
+    del row["itls_s"]
+    return row

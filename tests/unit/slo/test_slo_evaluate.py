@@ -1,0 +1,129 @@
+"""Evaluation oracles: goodput counts, burn-rate tables, error budget, stages, server SLOs, no data."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from sloguard.model import Histogram, ProbeResult
+from sloguard.slo.evaluate import evaluate
+from sloguard.slo.model import SLO, Goodput, Objective, is_good
+from sloguard.windows.probe import ProbeWindow
+
+NOW = 1_000_000.0
+
+
+def _r(ts: float, ttft: float = 0.2, tpot: float | None = 0.05, ok: bool = True, e2e: float = 2.0,
+       bucket: str = "") -> ProbeResult:
+    return ProbeResult(ts=ts, probe="p", target="t", model="m", api="chat", ok=ok, ttft_s=ttft, tpot_s=tpot,
+                       e2e_s=e2e, connect_s=0.01, prompt_bucket=bucket)
+
+
+GP = Goodput(target=0.99, ttft=0.5, tpot=0.1)
+
+
+@pytest.mark.parametrize(
+    ("result", "good"),
+    [
+        (_r(0), True), (_r(0, ttft=0.5), True), (_r(0, ttft=0.51), False), (_r(0, tpot=0.2), False),
+        (_r(0, tpot=None), True),  # TPOT undefined (≤1 token): criterion skipped
+        (_r(0, ok=False), False),
+    ],
+)
+def test_is_good(result: ProbeResult, good: bool) -> None:
+    assert is_good(result, GP) is good
+
+
+def _window(results: list[ProbeResult], slo: SLO) -> dict[str, ProbeWindow]:
+    pw = ProbeWindow(slo.window)
+    for r in results:
+        pw.add(r, is_good(r, slo.goodput))
+    return {"": pw}
+
+
+# (bad requests out of 100 in the last 5 minutes, expected 5m burn rate at a 0.99 goodput target)
+@pytest.mark.parametrize(("bad", "burn"), [(0, 0.0), (1, 1.0), (5, 5.0), (15, 15.0), (100, 100.0)])
+def test_burn_rate_table(bad: int, burn: float) -> None:
+    slo = SLO("s", "t", goodput=GP, window=86400.0 * 28)
+    results = [_r(NOW - 100 + i, ttft=0.9 if i < bad else 0.1) for i in range(100)]
+    st = evaluate(slo, _window(results, slo), NOW)
+    w5 = next(w for w in st.windows if w.window == 300.0)
+    assert (w5.requests, w5.good) == (100, 100 - bad)
+    assert w5.goodput_ratio == pytest.approx((100 - bad) / 100)
+    assert w5.goodput_rate == pytest.approx((100 - bad) / 300)
+    assert w5.burn_rate == pytest.approx(burn)
+    assert st.error_budget_remaining == pytest.approx(1.0 - burn)  # all requests are also in the 28d window
+
+
+def test_error_objective_counts_failures_only() -> None:
+    slo = SLO("s", "t", goodput=GP, error_objective=0.9, window=3600.0)
+    results = [_r(NOW - i, ttft=5.0) for i in range(8)] + [_r(NOW - 10 - i, ok=False) for i in range(2)]
+    w = evaluate(slo, _window(results, slo), NOW).windows[0]
+    assert (w.goodput_ratio, w.error_ratio, w.failure_ratio) == (0.0, 0.2, 0.2)
+    assert w.burn_rate == pytest.approx(2.0)
+
+
+def test_objectives_and_stages_exact() -> None:
+    slo = SLO("s", "t", objectives=(Objective("ttft", 95, 0.5),), budgets={"ttft": 0.25, "decode": 10.0})
+    ttfts = np.linspace(0.1, 0.6, 101)
+    st = evaluate(slo, _window([_r(NOW - i, ttft=float(v)) for i, v in enumerate(ttfts)], slo), NOW)
+    o = next(o for o in st.objectives if o.window == 3600.0)
+    assert o.value == pytest.approx(float(np.percentile(ttfts, 95))) and o.compliant is False
+    ttft = next(s for s in st.stages if s.window == 3600.0 and s.stage == "ttft")
+    assert ttft.p50 == pytest.approx(0.35) and ttft.share == pytest.approx(0.35 / 2.0)
+    assert ttft.overrun == pytest.approx(float(np.percentile(ttfts, 95)) / 0.25)
+    assert st.worst_stage == "ttft"
+
+
+def test_empty_windows_are_no_data() -> None:
+    slo = SLO("s", "t", objectives=(Objective("ttft", 95, 0.5),), goodput=GP)
+    st = evaluate(slo, _window([_r(NOW - 1000)], slo), NOW)
+    w5 = next(w for w in st.windows if w.window == 300.0)
+    assert w5.requests == 0
+    assert (w5.goodput_ratio, w5.goodput_rate, w5.error_ratio, w5.burn_rate) == (None, None, None, None)
+    assert all(o.value is None and o.compliant is None for o in st.objectives if o.window == 300.0)
+    assert all(s.p50 is None for s in st.stages if s.window == 300.0)
+    assert next(w for w in st.windows if w.window == 1800.0).requests == 1
+
+
+def test_segments_are_evaluated_separately() -> None:
+    slo = SLO("s", "t", goodput=GP, segment_by="prompt_bucket")
+    windows = {"": ProbeWindow(slo.window), "short": ProbeWindow(slo.window), "long": ProbeWindow(slo.window)}
+    for i, (bucket, ttft) in enumerate([("short", 0.1), ("short", 0.1), ("long", 2.0)]):
+        r = _r(NOW - i, ttft=ttft, bucket=bucket)
+        windows[""].add(r, is_good(r, GP))
+        windows[bucket].add(r, is_good(r, GP))
+    ratios = {w.segment: w.goodput_ratio for w in evaluate(slo, windows, NOW).windows if w.window == 300.0}
+    assert ratios == {"": pytest.approx(2 / 3), "short": 1.0, "long": 0.0}
+
+
+class FakeServer:
+    """Server windows returning one fixed histogram per signal."""
+
+    H = Histogram(((0.1, 50.0), (0.5, 90.0), (1.0, 100.0), (math.inf, 100.0)), 100.0, 30.0)
+
+    def histogram(self, target: str, model: str | None, signal: str, window: float, now: float) -> Histogram | None:
+        return self.H if signal in ("ttft", "queue") else None
+
+
+def test_server_slo_uses_histogram_maths() -> None:
+    slo = SLO("s", "t", source="server", objectives=(Objective("ttft", 95, 0.5),),
+              goodput=Goodput(target=0.95, ttft=0.5), budgets={"queue": 0.5})
+    st = evaluate(slo, None, NOW, FakeServer())
+    o = st.objectives[0]
+    assert o.value == pytest.approx(0.75) and o.fraction_le == pytest.approx(0.9) and o.compliant is False
+    w = st.windows[0]
+    assert w.requests == 100 and w.goodput_ratio is None
+    assert w.error_ratio == pytest.approx(0.1) and w.burn_rate == pytest.approx(2.0)
+    queue = next(s for s in st.stages if s.stage == "queue")
+    assert queue.p95 == pytest.approx(0.75) and queue.overrun == pytest.approx(1.5)
+
+
+def test_network_estimate_from_probe_minus_server() -> None:
+    slo = SLO("s", "t")
+    results = [_r(NOW - i, ttft=1.0) for i in range(10)]
+    st = evaluate(slo, _window(results, slo), NOW, FakeServer())
+    net = next(s for s in st.stages if s.stage == "network" and s.window == 300.0)
+    assert net.estimate and net.p95 == pytest.approx(1.0 - 0.75)
