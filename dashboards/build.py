@@ -1,0 +1,272 @@
+"""Generate sloguard's Grafana dashboards from one table of panels and queries.
+
+Run `python dashboards/build.py` after editing the tables; `--check` exits 1 when a JSON file is stale.
+The JSON works both for import and for file provisioning unedited: the data source is a `datasource`
+template variable (no `${DS_*}` inputs), every panel and query points at `${datasource}`, and each
+dashboard has a fixed `uid`. Each panel names what it needs to show data (`requires`): "" (a running
+sloguard with a target and a probe), "fault" (only while something is wrong), "gpu" (an NVIDIA GPU),
+"gpu_fault" (a GPU fault: XID). tests/e2e/test_dashboards_prometheus.py runs every query.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 42  # the default of @grafana/schema 13 (Grafana 12.2+); tests/unit/deploy checks it
+DS: dict[str, str] = {"type": "prometheus", "uid": "${datasource}"}
+HERE = Path(__file__).resolve().parent
+SEL_PROBE = 'target=~"$target",model=~"$model"'
+SEL_SLO = 'slo=~"$slo"'
+SEL_SLO_W = 'slo=~"$slo",window="$window"'
+
+
+@dataclass(frozen=True)
+class Query:
+    expr: str
+    legend: str = ""
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    kind: str  # Grafana panel plugin id: timeseries, stat, gauge, bargauge, table
+    queries: tuple[Query, ...]
+    unit: str = "s"
+    requires: str = ""
+    description: str = ""
+    width: int = 12
+    height: int = 8
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    uid: str
+    title: str
+    description: str
+    panels: tuple[Panel, ...]
+
+
+def _quantiles(metric: str, by: str = "") -> tuple[Query, ...]:
+    """Return p50/p95/p99 of a probe histogram, from bucket rates (aggregatable across instances)."""
+    keys = f"{by}, le" if by else "le"
+    return tuple(
+        Query(
+            f"histogram_quantile({q}, sum by ({keys}) "
+            f"(rate(sloguard_probe_{metric}_seconds_bucket{{{SEL_PROBE}}}[$__rate_interval])))",
+            f"p{round(q * 100)}" + (f" {{{{{by}}}}}" if by else ""),
+        )
+        for q in (0.5, 0.95, 0.99)
+    )
+
+
+def _by_bucket(metric: str) -> tuple[Query, ...]:
+    return (Query(
+        f"histogram_quantile(0.95, sum by (prompt_bucket, le) "
+        f"(rate(sloguard_probe_{metric}_seconds_bucket{{{SEL_PROBE}}}[$__rate_interval])))",
+        "p95 {{prompt_bucket}}",
+    ),)
+
+
+def _gpu(metric: str, legend: str = "GPU {{index}} {{name}}") -> Query:
+    return Query(f"{metric} * on (uuid) group_left (index, name) sloguard_gpu_info", legend)
+
+
+def _server(stage: str) -> Query:
+    return Query(
+        f'sloguard_server_{stage}_seconds{{{SEL_PROBE},quantile="0.95",window="1m"}}', f"server {stage} p95"
+    )
+
+
+SLO_OVERVIEW = Dashboard("sloguard-slo-overview", "sloguard / SLO overview",
+    "Objectives against actuals, goodput, error budget and burn rates per SLO, and what is firing.", (
+    Panel("Goodput ratio", "stat", (Query(f"sloguard_slo_goodput_ratio{{{SEL_SLO_W},prompt_bucket=\"\"}}",
+          "{{slo}}"),), "percentunit", width=6, height=5,
+          description="Share of requests over $window that succeeded and met every goodput threshold."),
+    Panel("Error budget remaining", "gauge", (Query(f"sloguard_slo_error_budget_remaining_ratio{{{SEL_SLO}}}",
+          "{{slo}}"),), "percentunit", width=6, height=5,
+          description="Share of the error budget left over the SLO window; negative when overspent."),
+    Panel("Probe success ratio", "stat", (Query(
+          'sum by (target) (rate(sloguard_probe_requests_total{target=~"$target",outcome="success"}'
+          '[$__rate_interval])) / sum by (target) (rate(sloguard_probe_requests_total{target=~"$target"}'
+          '[$__rate_interval]))', "{{target}}"),), "percentunit", width=6, height=5),
+    Panel("Firing alerts", "stat", (Query('count by (alertname) (sloguard_alerts{alertstate="firing"} > 0)',
+          "{{alertname}}"),), "none", requires="fault", width=6, height=5,
+          description="Alerts firing in sloguard's own engine (the same rules as alerts/ for Prometheus)."),
+    Panel("Objectives vs actual", "timeseries", (
+          Query(f'sloguard_slo_quantile_seconds{{{SEL_SLO_W},prompt_bucket=""}}',
+                "{{slo}} {{metric}} p{{quantile}}"),
+          Query(f"sloguard_slo_objective_seconds{{{SEL_SLO}}}", "objective {{slo}} {{metric}} p{{quantile}}")),
+          description="Each objective's quantile over $window against its threshold."),
+    Panel("Goodput vs target", "timeseries", (
+          Query(f'sloguard_slo_goodput_ratio{{{SEL_SLO_W},prompt_bucket=""}}', "goodput {{slo}}"),
+          Query(f"sloguard_slo_goodput_target_ratio{{{SEL_SLO}}}", "target {{slo}}")), "percentunit"),
+    Panel("Burn rate by window", "timeseries", (Query(f"sloguard_slo_burn_rate{{{SEL_SLO}}}",
+          "{{slo}} {{window}}"),), "x", description="1 spends the error budget exactly over the SLO window; "
+          "the page alerts fire at 14.4 (1h and 5m) and 6 (6h and 30m)."),
+    Panel("Error ratio", "timeseries", (Query(f'sloguard_slo_error_ratio{{{SEL_SLO_W},prompt_bucket=""}}',
+          "{{slo}}"),), "percentunit"),
+    Panel("Judged requests per second", "timeseries", (Query(
+          f"sum by (slo, good) (rate(sloguard_slo_requests_total{{{SEL_SLO}}}[$__rate_interval]))",
+          "{{slo}} good={{good}}"),), "reqps"),
+    Panel("Probe errors by outcome", "timeseries", (Query(
+          'sum by (target, outcome) (rate(sloguard_probe_requests_total{target=~"$target",outcome!="success"}'
+          "[$__rate_interval])) > 0", "{{target}} {{outcome}}"),), "reqps", requires="fault"),
+))
+
+LATENCY = Dashboard("sloguard-latency-breakdown", "sloguard / Latency breakdown",
+    "Where the time goes: probe latencies, per-stage quantiles against budgets, network estimate, prompt sizes.", (
+    Panel("Probe TTFT", "timeseries", _quantiles("ttft"), width=8),
+    Panel("Probe TPOT", "timeseries", _quantiles("tpot"), width=8),
+    Panel("Probe E2E", "timeseries", _quantiles("e2e"), width=8),
+    Panel("Probe ITL", "timeseries", _quantiles("itl"), width=8),
+    Panel("Probe connect time", "timeseries", _quantiles("connect"), width=8),
+    Panel("Probe time to first output token", "timeseries", _quantiles("ttfot"), width=8,
+          description="First non-reasoning token; equals TTFT for models that do not reason."),
+    Panel("Stage p95 vs budget", "timeseries", (
+          Query(f'sloguard_stage_latency_seconds{{{SEL_SLO_W},quantile="0.95",prompt_bucket=""}}',
+                "{{slo}} {{stage}} p95"),
+          Query(f"sloguard_stage_budget_seconds{{{SEL_SLO}}}", "budget {{slo}} {{stage}}"))),
+    Panel("Stage share of E2E (p50)", "bargauge", (Query(
+          f'sloguard_stage_share_ratio{{{SEL_SLO_W},prompt_bucket=""}}', "{{slo}} {{stage}}"),), "percentunit",
+          options={"displayMode": "gradient", "orientation": "horizontal"}),
+    Panel("Probe vs server TTFT p95 (network estimate)", "timeseries", (
+          Query("histogram_quantile(0.95, sum by (target, le) (rate(sloguard_probe_ttft_seconds_bucket"
+                f"{{{SEL_PROBE}}}[5m])))", "probe {{target}}"),
+          Query(f'max by (target) (sloguard_server_ttft_seconds{{{SEL_PROBE},quantile="0.95",window="5m"}})',
+                "server {{target}}"),
+          Query(f'sloguard_stage_latency_seconds{{{SEL_SLO_W},stage="network",quantile="0.95",prompt_bucket=""}}',
+                "network+gateway estimate {{slo}}")), width=24,
+          description="Network+gateway ≈ probe TTFT − server TTFT at the same quantile and window (an estimate)."),
+    Panel("Server stages p95", "timeseries", tuple(_server(s) for s in ("queue", "prefill", "decode", "e2e"))),
+    Panel("Server TTFT and TPOT p95", "timeseries", (_server("ttft"), _server("tpot"), _server("itl"))),
+    Panel("TTFT p95 by prompt-length bucket", "timeseries", _by_bucket("ttft")),
+    Panel("E2E p95 by prompt-length bucket", "timeseries", _by_bucket("e2e")),
+))
+
+GPU_SERVING = Dashboard("sloguard-gpu-serving", "sloguard / GPU and serving health",
+    "GPU utilisation, memory, power, throttling and errors; engine queue and KV cache; canary; sloguard itself.", (
+    Panel("GPU utilisation", "timeseries", (_gpu("sloguard_gpu_utilization_ratio"),), "percentunit",
+          requires="gpu", width=8),
+    Panel("GPU memory used", "timeseries", (_gpu("sloguard_gpu_memory_used_bytes"),
+          _gpu("sloguard_gpu_memory_total_bytes", "total GPU {{index}}")), "bytes", requires="gpu", width=8),
+    Panel("GPU power", "timeseries", (_gpu("sloguard_gpu_power_watts"),), "watt", requires="gpu", width=8),
+    Panel("GPU temperature", "timeseries", (_gpu("sloguard_gpu_temperature_celsius"),), "celsius",
+          requires="gpu", width=8),
+    Panel("Clock throttle reasons", "timeseries", (Query(
+          "sloguard_gpu_clock_event_active * on (uuid) group_left (index) sloguard_gpu_info > 0",
+          "GPU {{index}} {{reason}}"),), "none", requires="gpu", width=8,
+          description="Active clock-event reasons (gpu_idle is normal when idle; thermal and power are not)."),
+    Panel("ECC errors", "timeseries", (Query("sum by (uuid, type) (sloguard_gpu_ecc_errors_total)",
+          "{{uuid}} {{type}}"),), "none", requires="gpu", width=8),
+    Panel("XID events (1h)", "table", (Query("sum by (uuid, xid) (increase(sloguard_gpu_xid_events_total[1h])) > 0",
+          "{{uuid}} XID {{xid}}"),), "none", requires="gpu_fault", width=8),
+    Panel("Canary vs baseline", "timeseries", (Query("sloguard_canary_fraction_of_baseline", "{{test}}"),),
+          "percentunit", requires="gpu", width=8,
+          description="Achieved throughput of each canary test over this GPU's own baseline; below 0.9 is degraded."),
+    Panel("Canary matmul throughput", "timeseries", (Query("sloguard_canary_matmul_flops", "{{device}}"),),
+          "flops", requires="gpu", width=8),
+    Panel("KV cache usage", "timeseries", (Query(f"sloguard_server_kv_cache_usage_ratio{{{SEL_PROBE}}}",
+          "{{target}}"),), "percentunit", width=8),
+    Panel("Queue depth", "timeseries", (
+          Query(f"sloguard_server_requests_waiting{{{SEL_PROBE}}}", "waiting {{target}}"),
+          Query(f"sloguard_server_requests_running{{{SEL_PROBE}}}", "running {{target}}")), "none", width=8),
+    Panel("Generation tokens per second", "timeseries", (Query(
+          f'sloguard_server_generation_tokens_per_second{{{SEL_PROBE},window="1m"}}', "{{target}}"),),
+          "none", width=8),
+    Panel("Prefix cache hit ratio", "timeseries", (Query(
+          f'sloguard_server_prefix_cache_hit_ratio{{{SEL_PROBE},window="1m"}}', "{{target}}"),),
+          "percentunit", width=8),
+    Panel("Sources up", "timeseries", (Query('sloguard_source_up{target=~"$target|"}', "{{source}} {{target}}"),),
+          "none", width=8),
+    Panel("Source run duration", "timeseries", (Query('sloguard_source_duration_seconds{target=~"$target|"}',
+          "{{source}} {{target}}"),), width=8),
+    Panel("Probe last success age", "timeseries", (Query("sloguard_probe_last_success_age_seconds",
+          "{{probe}}"),), width=12),
+    Panel("sloguard config and build", "table", (
+          Query("sloguard_config_last_reload_successful", "config reload ok"),
+          Query("sloguard_build_info", "{{version}}")), "none", width=12),
+))
+
+DASHBOARDS: dict[str, Dashboard] = {
+    "slo-overview.json": SLO_OVERVIEW,
+    "latency-breakdown.json": LATENCY,
+    "gpu-serving.json": GPU_SERVING,
+}
+
+
+def _variable(name: str, label: str, query: str, *, include_all: bool = True) -> dict[str, Any]:
+    return {
+        "name": name, "label": label, "type": "query", "datasource": DS,
+        "query": {"query": query, "refId": f"{name}-var"},
+        "refresh": 2, "sort": 1, "multi": include_all, "includeAll": include_all,
+        **({"allValue": ".*", "current": {"text": "All", "value": "$__all"}} if include_all else {}),
+    }
+
+
+VARIABLES: tuple[dict[str, Any], ...] = (
+    {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
+     "refresh": 1, "hide": 0},
+    _variable("target", "Target", "label_values(sloguard_source_up, target)"),
+    _variable("model", "Model", 'label_values({__name__=~"sloguard_probe_ttft_seconds_count|'
+              'sloguard_server_requests_running",target=~"$target"}, model)'),
+    _variable("slo", "SLO", "label_values(sloguard_slo_requests_total, slo)"),
+    _variable("window", "Window", 'label_values(sloguard_slo_goodput_ratio{slo=~"$slo"}, window)',
+              include_all=False) | {"current": {"text": "5m", "value": "5m"}},
+)
+
+
+def _panel_json(p: Panel, pid: int, x: int, y: int) -> dict[str, Any]:
+    targets = [{"datasource": DS, "expr": q.expr, "legendFormat": q.legend or "__auto", "range": True,
+                "refId": chr(ord("A") + i)} for i, q in enumerate(p.queries)]
+    if p.kind == "table":
+        for t in targets:
+            t |= {"instant": True, "range": False, "format": "table"}
+    return {
+        "id": pid, "type": p.kind, "title": p.title, "description": p.description, "datasource": DS,
+        "gridPos": {"h": p.height, "w": p.width, "x": x, "y": y},
+        "fieldConfig": {"defaults": {"unit": p.unit}, "overrides": []},
+        "options": p.options, "targets": targets,
+    }
+
+
+def render(d: Dashboard) -> dict[str, Any]:
+    """Return the Grafana JSON model of one dashboard, panels packed left to right in 24 columns."""
+    panels, x, y, row_h = [], 0, 0, 0
+    for pid, p in enumerate(d.panels, start=1):
+        if x + p.width > 24:
+            x, y, row_h = 0, y + row_h, 0
+        panels.append(_panel_json(p, pid, x, y))
+        x, row_h = x + p.width, max(row_h, p.height)
+    return {
+        "uid": d.uid, "title": d.title, "description": d.description, "tags": ["sloguard", "llm", "slo"],
+        "schemaVersion": SCHEMA_VERSION, "version": 1, "editable": True, "graphTooltip": 1,
+        "time": {"from": "now-3h", "to": "now"}, "refresh": "30s", "timezone": "browser",
+        "templating": {"list": list(VARIABLES)}, "annotations": {"list": []}, "links": [], "panels": panels,
+    }
+
+
+def text(d: Dashboard) -> str:
+    """Return the JSON file content for one dashboard (stable: sorted keys, two-space indent)."""
+    return json.dumps(render(d), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    """Write the dashboards next to this script; with --check only report stale files (exit 1)."""
+    stale = [name for name, d in DASHBOARDS.items()
+             if not (HERE / name).exists() or (HERE / name).read_text() != text(d)]
+    if "--check" in argv:
+        for name in stale:
+            print(f"stale: dashboards/{name} (run python dashboards/build.py)", file=sys.stderr)
+        return 1 if stale else 0
+    for name in stale:
+        (HERE / name).write_text(text(DASHBOARDS[name]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
