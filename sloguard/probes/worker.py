@@ -30,7 +30,8 @@ from sloguard.probes.workload import pick_prompt
 
 LAG_PERIOD_S = 0.1  # loop-lag sample period
 LAG_WINDOW = 600  # samples kept: the last minute
-REPORT_EVERY = 50  # samples between overhead reports (5 s)
+REPORT_FIRST = 10  # first overhead report after 1 s
+REPORT_EVERY = 50  # then every 5 s
 
 
 class ProbeWorker:
@@ -165,7 +166,7 @@ class _Runner:
         self._results.put(("result", result))
 
     async def _monitor(self) -> None:
-        """Sample loop lag every 100 ms; report p99 + clock cost every 5 s; exit if the parent died."""
+        """Sample loop lag every 100 ms; report p99 + clock cost after 1 s then every 5 s; exit if orphaned."""
         lags: deque[float] = deque(maxlen=LAG_WINDOW)
         cost = clock_cost()
         n = 0
@@ -173,7 +174,7 @@ class _Runner:
             await asyncio.sleep(LAG_PERIOD_S)
             lags.append(await _loop_lag())
             n += 1
-            if n % REPORT_EVERY == 0:
+            if n == REPORT_FIRST or n % REPORT_EVERY == 0:
                 self._results.put(("overhead", percentile(sorted(lags), 0.99) + cost))
             if os.getppid() != self._parent:
                 self._stop.set()

@@ -1,0 +1,152 @@
+"""Probes over real loopback HTTP: request shape, chunked and connection-close bodies, truncation, timeout."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from sloguard.model import ProbeResult
+from sloguard.probes import PROBES
+from sloguard.probes.job import ProbeJob
+from sloguard.probes.stream import make_session
+from sloguard.probes.workload import Prompt
+
+CHAT_BODY = (b'data: {"choices":[{"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n'
+             b'data: {"choices":[{"delta":{"content":"a"},"finish_reason":null}]}\n\n'
+             b'data: {"choices":[{"delta":{"content":"b"},"finish_reason":"stop"}]}\n\n'
+             b'data: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2}}\n\ndata: [DONE]\n\n')
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+def job(url: str, api: str = "chat", timeout: float = 5.0, **kw: Any) -> ProbeJob:
+    return ProbeJob(name="p", target="t", api=api, url=url, model="m", timeout=timeout, **kw)
+
+
+async def probe(j: ProbeJob) -> ProbeResult:
+    async with make_session() as session:
+        return await PROBES[j.api](session, j, Prompt("hello", 64, "short"))
+
+
+async def with_app(routes: list[web.RouteDef], j: Callable[[str], ProbeJob]) -> ProbeResult:
+    app = web.Application()
+    app.add_routes(routes)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        return await probe(j(f"http://127.0.0.1:{runner.addresses[0][1]}"))
+    finally:
+        await runner.cleanup()
+
+
+async def with_raw(handler: Handler, j: Callable[[str], ProbeJob]) -> ProbeResult:
+    server = await asyncio.start_server(handler, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        return await probe(j(f"http://127.0.0.1:{port}"))
+
+
+def sse_handler(body: bytes, seen: dict[str, Any]) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        seen["path"], seen["json"], seen["headers"] = request.path, await request.json(), dict(request.headers)
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for line in body.split(b"\n\n")[:-1]:
+            await resp.write(line + b"\n\n")
+        await resp.write_eof()
+        return resp
+    return handle
+
+
+def test_chat_request_shape_and_result() -> None:
+    seen: dict[str, Any] = {}
+    r = asyncio.run(with_app([web.post("/v1/chat/completions", sse_handler(CHAT_BODY, seen))],
+                             lambda u: job(u, api_key="sk-1", ignore_eos=True, max_tokens=7)))
+    assert (r.ok, r.status_code, r.output_tokens, r.prompt_tokens, r.error) == (True, 200, 2, 9, None)
+    assert r.ttft_s is not None and r.e2e_s is not None and 0 < r.ttft_s <= r.e2e_s
+    assert r.connect_s is not None and r.connect_s >= 0
+    body, headers = seen["json"], seen["headers"]
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert (body["model"], body["max_tokens"], body["ignore_eos"]) == ("m", 7, True)
+    assert body["messages"] == [{"role": "user", "content": "hello"}]
+    assert headers["Authorization"] == "Bearer sk-1"
+    assert headers["traceparent"] == f"00-{r.trace_id}-{headers['traceparent'][36:52]}-01"
+
+
+@pytest.mark.parametrize(("api", "path", "body", "key"), [
+    ("completions", "/v1/completions",
+     b'data: {"choices":[{"text":"a","finish_reason":"stop"}],"usage":{"completion_tokens":1}}\n\n', "prompt"),
+    ("tgi", "/generate_stream",
+     b'data: {"token":{"text":"a","special":false},"generated_text":"a","details":{"generated_tokens":1}}\n\n',
+     "inputs"),
+    ("triton", "/v2/models/m/generate_stream", b'data: {"text_output":"a"}\n\n', "text_input"),
+])
+def test_other_apis(api: str, path: str, body: bytes, key: str) -> None:
+    seen: dict[str, Any] = {}
+    r = asyncio.run(with_app([web.post(path, sse_handler(body, seen))], lambda u: job(u, api=api)))
+    assert (r.ok, r.error, seen["path"], seen["json"][key]) == (True, None, path, "hello")
+
+
+def test_http_error_status() -> None:
+    async def fail(_: web.Request) -> web.Response:
+        return web.json_response({"error": {"message": "nope"}}, status=503)
+    r = asyncio.run(with_app([web.post("/v1/chat/completions", fail)], job))
+    assert (r.ok, r.status_code) == (False, 503)
+    assert r.error is not None and r.error.startswith("http 503: ")
+
+
+async def _read_request(reader: asyncio.StreamReader) -> None:
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(int(h.split(b":")[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length"))
+    await reader.readexactly(length)
+
+
+def test_non_chunked_connection_close_stream() -> None:
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+        for line in CHAT_BODY.split(b"\n\n")[:-1]:
+            writer.write(line + b"\n\n")
+            await writer.drain()
+        writer.close()
+    r = asyncio.run(with_raw(handle, job))
+    assert (r.ok, r.output_tokens, r.error) == (True, 2, None)
+
+
+def test_truncated_chunked_stream_is_an_error() -> None:
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        event = CHAT_BODY.split(b"\n\n")[1] + b"\n\n"
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        writer.write(b"%x\r\n%s\r\n" % (len(event), event))
+        await writer.drain()
+        writer.close()  # no terminating zero-length chunk
+    r = asyncio.run(with_raw(handle, job))
+    assert r.ok is False and r.error is not None
+    assert r.ttft_s is not None  # what arrived is still measured
+
+
+def test_timeout_closes_the_connection() -> None:
+    closed = asyncio.Event()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+        await writer.drain()
+        if await reader.read() == b"":  # EOF: the client went away
+            closed.set()
+
+    async def scenario() -> ProbeResult:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        j = job(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", timeout=0.2)
+        async with server, make_session() as session:
+            r = await PROBES["chat"](session, j, Prompt("hello", 64, "short"))
+            await asyncio.wait_for(closed.wait(), 10)  # while the session (and its pool) is still open
+        return r
+    r = asyncio.run(scenario())
+    assert (r.ok, r.error, r.status_code) == (False, "timeout after 0.2s", 200)

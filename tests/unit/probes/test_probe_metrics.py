@@ -1,0 +1,104 @@
+"""Probe exposition: cumulative histograms, outcomes, tokens, freshness, overhead, exemplars (OpenMetrics)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterable
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+from prometheus_client.parser import text_string_to_metric_families
+
+from sloguard.model import ProbeResult
+from sloguard.probes.metrics import ProbeMetrics, outcome
+
+TRACE = "0af7651916cd43dd8448eb211c80319c"
+
+
+class _Fixed:
+    def __init__(self, fams: list[Metric]) -> None:
+        self.fams = fams
+
+    def collect(self) -> Iterable[Metric]:
+        return self.fams
+
+
+def render(m: ProbeMetrics, now: float, openmetrics: bool = False) -> str:
+    reg = CollectorRegistry()
+    reg.register(_Fixed(m.families(now)))
+    return (generate_openmetrics if openmetrics else generate_latest)(reg).decode()
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for fam in text_string_to_metric_families(text) for s in fam.samples}
+
+
+def ok(ts: float, ttft: float, **kw: object) -> ProbeResult:
+    fields: dict[str, object] = {"e2e_s": ttft + 0.1, "tpot_s": 0.01, "itls_s": (0.01, 0.02, 0.02),
+                                 "output_tokens": 11, "prompt_tokens": 70, "connect_s": 0.0, **kw}
+    return ProbeResult(ts=ts, probe="p", target="t", model="m", api="chat", ok=True, ttft_s=ttft,
+                       ttfot_s=ttft, prompt_bucket="short", trace_id=TRACE, **fields)  # type: ignore[arg-type]
+
+
+def failed(ts: float, error: str) -> ProbeResult:
+    return ProbeResult(ts=ts, probe="p", target="t", model="m", api="chat", ok=False, error=error, ttft_s=9.0)
+
+
+@pytest.mark.parametrize(("r", "want"), [(ok(1, 0.1), "success"), (failed(1, "timeout after 2s"), "timeout"),
+                                         (failed(1, "http 500: x"), "error")])
+def test_outcome(r: ProbeResult, want: str) -> None:
+    assert outcome(r) == want
+
+
+def test_histograms_counters_and_freshness() -> None:
+    m = ProbeMetrics(start=100.0)
+    m.expect(["p", "never"])
+    for r in (ok(150, 0.1), ok(151, 0.3), failed(152, "timeout after 2s"), failed(153, "boom")):
+        m.observe(r)
+    s = samples(render(m, now=160.0))
+    hl = (("model", "m"), ("probe", "p"), ("prompt_bucket", "short"), ("target", "t"))
+    assert s[("sloguard_probe_ttft_seconds_bucket", (("le", "0.1"), *hl))] == 1
+    assert s[("sloguard_probe_ttft_seconds_bucket", (("le", "0.3"), *hl))] == 2
+    assert s[("sloguard_probe_ttft_seconds_count", hl)] == 2  # failures never enter latency histograms
+    assert s[("sloguard_probe_ttft_seconds_sum", hl)] == pytest.approx(0.4)
+    assert s[("sloguard_probe_itl_seconds_count", hl)] == 6  # every per-token gap
+    pt = (("probe", "p"), ("target", "t"))
+    for out, n in (("success", 2), ("timeout", 1), ("error", 1)):
+        assert s[("sloguard_probe_requests_total", (("outcome", out), *pt))] == n
+    assert s[("sloguard_probe_output_tokens_total", pt)] == 22
+    assert s[("sloguard_probe_prompt_tokens_total", pt)] == 140
+    assert s[("sloguard_probe_last_success_timestamp_seconds", (("probe", "p"),))] == 151
+    assert s[("sloguard_probe_last_success_age_seconds", (("probe", "p"),))] == 9
+    assert s[("sloguard_probe_last_success_age_seconds", (("probe", "never"),))] == 60  # since start
+    assert not any(name == "sloguard_probe_timing_overhead_seconds" for name, _ in s)
+
+
+def test_overhead_gauge() -> None:
+    m = ProbeMetrics()
+    m.set_overhead(0.00012)
+    assert samples(render(m, 0.0))[("sloguard_probe_timing_overhead_seconds", ())] == 0.00012
+
+
+def test_exemplars_only_in_openmetrics() -> None:
+    m = ProbeMetrics()
+    m.observe(ok(150, 0.1))
+    om = render(m, 160.0, openmetrics=True)
+    line = next(x for x in om.splitlines() if x.startswith('sloguard_probe_ttft_seconds_bucket') and 'le="0.1"' in x)
+    assert f'# {{trace_id="{TRACE}"}} 0.1 150' in line
+    assert "trace_id" not in render(m, 160.0)
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not on PATH")
+def test_promtool_check_metrics_clean() -> None:
+    m = ProbeMetrics()
+    m.expect(["p"])
+    m.set_overhead(0.0001)
+    m.observe(ok(150, 0.1))
+    m.observe(failed(151, "boom"))
+    res = subprocess.run(["promtool", "check", "metrics"], input=render(m, 160.0), capture_output=True,
+                         text=True, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr

@@ -1,0 +1,51 @@
+"""SQLite store: WAL, round trip of every ProbeResult field but itls_s, filtering, retention."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from pathlib import Path
+
+from sloguard.clock import FakeClock
+from sloguard.model import ProbeResult
+from sloguard.store import Store
+
+
+def result(ts: float, probe: str = "p", ok: bool = True) -> ProbeResult:
+    return ProbeResult(ts=ts, probe=probe, target="t", model="m", api="chat", ok=ok, error=None if ok else "x",
+                       status_code=200, connect_s=0.001, ttft_s=0.1, ttfot_s=0.2, e2e_s=0.5, tpot_s=0.01,
+                       itl_p50_s=0.01, itl_p99_s=0.02, itl_max_s=0.03, prompt_tokens=70, output_tokens=40,
+                       prompt_bucket="short", trace_id="ab" * 16, itls_s=(0.01, 0.02))
+
+
+def test_round_trip_and_filters(tmp_path: Path) -> None:
+    store = Store(tmp_path / "sub" / "s.db", FakeClock())
+    store.add_probe_results([result(10), result(20, "q", ok=False), result(30)])
+    got = store.probe_results_since(15)
+    assert [(r.ts, r.probe, r.ok) for r in got] == [(20, "q", False), (30, "p", True)]
+    assert got[1] == dataclasses.replace(result(30), itls_s=())
+    assert [r.ts for r in store.probe_results_since(0, probe="p")] == [10, 30]
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.close()
+
+
+def test_prune_uses_the_clock(tmp_path: Path) -> None:
+    clock = FakeClock(start=1000.0)
+    store = Store(tmp_path / "s.db", clock)
+    store.add_probe_results([result(100), result(500), result(900)])
+    assert store.prune(retention=450) == 2
+    assert [r.ts for r in store.probe_results_since(0)] == [900]
+    assert store.prune(retention=450) == 0
+
+
+def test_survives_reopen_and_threads(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    threads = [threading.Thread(target=store.add_probe_results, args=([result(i)],)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    store.close()
+    again = Store(tmp_path / "s.db")
+    assert len(again.probe_results_since(0)) == 20
+    again.close()
