@@ -58,7 +58,8 @@ def _absorb(spec: NotifierSpec, groups: dict[str, Group], firing: Sequence[Alert
             continue
         key, glabels = _group_of(spec, a)
         if key not in groups:
-            groups[key] = Group(spec.name, key, glabels, {}, now + spec.group_wait)
+            wait = 0.0 if isinstance(spec, AlertmanagerNotifierSpec) else spec.group_wait
+            groups[key] = Group(spec.name, key, glabels, {}, now + wait)
         current.setdefault(key, {})[a.fingerprint] = a
     for key, g in list(groups.items()):
         alerts = dict(g.alerts)
@@ -78,7 +79,11 @@ def _due_grouped(spec: NotifierSpec, g: Group, now: float) -> bool:
 
 def _due_resend(spec: AlertmanagerNotifierSpec, g: Group, now: float) -> bool:
     changed = {fp for fp, a in g.alerts.items() if a.resolved_at is None} != g.sent_firing
-    return changed or (g.last_sent_at is None or now - g.last_sent_at >= spec.resend_interval) and bool(g.alerts)
+    return changed or ((g.last_sent_at is None or now - g.last_sent_at >= spec.resend_interval) and bool(g.alerts))
+
+
+def _interval(spec: NotifierSpec) -> float:
+    return spec.resend_interval if isinstance(spec, AlertmanagerNotifierSpec) else spec.group_interval
 
 
 def _flush(spec: NotifierSpec, g: Group, now: float) -> tuple[Group | None, Notification]:
@@ -93,8 +98,7 @@ def _flush(spec: NotifierSpec, g: Group, now: float) -> tuple[Group | None, Noti
         resolved = resolved if spec.send_resolved else ()
     note = Notification(spec.name, g.key, "firing" if firing else "resolved", g.labels,
                         tuple(sorted((*firing, *resolved), key=lambda a: a.labels)), now)
-    interval = spec.resend_interval if isinstance(spec, AlertmanagerNotifierSpec) else spec.group_interval
-    new = replace(g, alerts=keep, next_flush=now + interval, last_sent_at=now,
+    new = replace(g, alerts=keep, next_flush=now + _interval(spec), last_sent_at=now,
                   sent_firing=frozenset(a.fingerprint for a in firing))
     return (new if keep else None), note
 
@@ -112,10 +116,12 @@ def route(specs: Sequence[NotifierSpec], groups: Mapping[str, Group], firing: Se
                 out[key] = g
                 continue
             am = isinstance(spec, AlertmanagerNotifierSpec)
-            if not (_due_resend(spec, g, now) if am else _due_grouped(spec, g, now)):
-                kept = {fp: a for fp, a in g.alerts.items() if a.resolved_at is None}
+            if not (_due_resend(spec, g, now) if isinstance(spec, AlertmanagerNotifierSpec)
+                    else _due_grouped(spec, g, now)):
+                # Changes wait for the next tick, as Alertmanager's group_interval timer does.
+                kept = dict(g.alerts) if am else {fp: a for fp, a in g.alerts.items() if a.resolved_at is None}
                 if kept:
-                    out[key] = replace(g, alerts=kept)
+                    out[key] = replace(g, alerts=kept, next_flush=now + _interval(spec))
                 continue
             new, note = _flush(spec, g, now)
             if note.alerts:

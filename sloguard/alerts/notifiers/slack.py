@@ -1,0 +1,154 @@
+"""Slack via slack-sdk: bot token (postMessage, then chat.update on resolve) or incoming webhook; Block Kit."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from sloguard.alerts.engine import Alert
+from sloguard.alerts.notifiers.base import (
+    TRANSIENT,
+    DeliveryError,
+    Ref,
+    Sleep,
+    http_error,
+    one_line,
+    parse_retry_after,
+    scrub,
+    transient,
+)
+from sloguard.alerts.routing import Notification
+from sloguard.clock import Clock
+from sloguard.config.spec import SlackNotifierSpec
+
+MIN_GAP_PER_CHANNEL = 1.0  # Slack allows about one message per second per channel
+MAX_ALERTS_SHOWN = 10  # keeps a message far below Slack's 50-block limit
+# Web API `error` codes that no retry can fix; anything else (ratelimited, internal_error...) is retried.
+PERMANENT = frozenset({
+    "invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "no_permission",
+    "missing_scope", "channel_not_found", "is_archived", "not_in_channel", "msg_too_long", "no_text",
+    "invalid_blocks", "invalid_arguments", "message_not_found", "cant_update_message", "edit_window_closed",
+    "restricted_action", "team_access_not_granted", "invalid_token", "no_service", "channel_is_archived",
+    "action_prohibited", "posting_to_general_channel_denied", "invalid_payload", "user_not_found",
+})
+EMOJI = {"critical": ":rotating_light:", "page": ":red_circle:", "ticket": ":large_orange_circle:",
+         "warning": ":warning:", "info": ":information_source:"}
+
+
+def default_retry_handlers() -> list[AsyncRetryHandler]:
+    """Return slack-sdk's handlers: one in-client retry for connection errors, 429 (Retry-After) and 500/503."""
+    return [AsyncConnectionErrorRetryHandler(max_retry_count=1), AsyncRateLimitErrorRetryHandler(max_retry_count=1),
+            AsyncServerErrorRetryHandler(max_retry_count=1)]
+
+
+def _alert_block(a: Alert) -> list[dict[str, Any]]:
+    ann, lab = dict(a.annotations), dict(a.labels)
+    state = "resolved" if a.resolved_at is not None else "firing"
+    text = f"*{a.name}* ({state})\n{ann.get('summary', '')}\n{ann.get('description', '')}".strip()
+    fields = [f"*Severity*\n{lab.get('severity', 'none')}", f"*Current value*\n{a.value:.4g}"]
+    if "slo" in lab:
+        fields.append(f"*SLO*\n{lab['slo']}")
+    if "objective" in ann:
+        fields.append(f"*Objective*\n{float(ann['objective']) * 100:g}%")
+    block: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": text[:2900]},
+                                    "fields": [{"type": "mrkdwn", "text": f} for f in fields]}]
+    links = [f"<{ann[k]}|{title}>" for k, title in (("runbook_url", "Runbook"), ("dashboard_url", "Dashboard"))
+             if ann.get(k)]
+    if links:
+        block.append({"type": "context", "elements": [{"type": "mrkdwn", "text": " · ".join(links)}]})
+    return block
+
+
+def blocks(note: Notification, dashboard_url: str | None = None) -> list[dict[str, Any]]:
+    """Return Block Kit blocks: a header, then severity, summary, value vs objective and links per alert."""
+    sev = next((dict(a.labels).get("severity", "") for a in note.alerts), "")
+    icon = ":white_check_mark:" if note.status == "resolved" else EMOJI.get(sev, ":bell:")
+    title = f"{icon} {one_line(note)}"[:150]
+    out: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": title, "emoji": True}}]
+    for a in note.alerts[:MAX_ALERTS_SHOWN]:
+        out.extend(_alert_block(a))
+    extra = len(note.alerts) - MAX_ALERTS_SHOWN
+    tail = [f"…and {extra} more"] if extra > 0 else []
+    if dashboard_url:
+        tail.append(f"<{dashboard_url}|Dashboard>")
+    if tail:
+        out.append({"type": "context", "elements": [{"type": "mrkdwn", "text": " · ".join(tail)}]})
+    return out
+
+
+def api_error(exc: SlackApiError, secrets: Sequence[str | None]) -> DeliveryError:
+    """Classify a Web API failure: 429/5xx and unknown error codes retry, PERMANENT codes do not."""
+    status = exc.response.status_code
+    code = str(exc.response.get("error", "")) if isinstance(exc.response.data, dict) else ""
+    headers = {k.lower(): v for k, v in (exc.response.headers or {}).items()}
+    raw = headers.get("retry-after")
+    after = parse_retry_after(raw[0] if isinstance(raw, list) else raw)
+    retryable = status == 429 or status >= 500 or code not in PERMANENT
+    return DeliveryError(scrub(f"slack API HTTP {status} error={code or 'none'}", secrets), retryable, after)
+
+
+class SlackNotifier:
+    """One Slack destination; ≤1 message per second per channel."""
+
+    def __init__(self, spec: SlackNotifierSpec, secret: str | None, clock: Clock,
+                 retry_handlers: list[AsyncRetryHandler] | None = None, sleep: Sleep = asyncio.sleep) -> None:
+        if not secret:
+            raise ValueError(f"notifier {spec.name}: slack needs token_file/token_env or webhook_url_file/_env")
+        self.name, self.spec, self.clock, self._sleep = spec.name, spec, clock, sleep
+        self._secret = secret
+        self.bot = bool(spec.token_file or spec.token_env)
+        handlers = default_retry_handlers() if retry_handlers is None else retry_handlers
+        self._web = AsyncWebClient(token=secret, base_url=spec.api_url, timeout=10, retry_handlers=handlers)
+        self._hook = AsyncWebhookClient(url=secret, timeout=10, retry_handlers=handlers)
+        self._last: dict[str, float] = {}
+
+    async def _pace(self, channel: str) -> None:
+        last = self._last.get(channel)
+        if last is not None:
+            wait = MIN_GAP_PER_CHANNEL - (self.clock.monotonic() - last)
+            if wait > 0:
+                await self._sleep(wait)
+        self._last[channel] = self.clock.monotonic()
+
+    async def _bot(self, note: Notification, ref: Mapping[str, str] | None) -> Ref:
+        kw: dict[str, Any] = {"text": one_line(note), "blocks": blocks(note, self.spec.dashboard_url)}
+        if note.status == "resolved" and ref and "ts" in ref:
+            resp = await self._web.chat_update(channel=ref["channel"], ts=ref["ts"], **kw)
+        else:
+            resp = await self._web.chat_postMessage(channel=self.spec.channel or "", **kw)
+        return {"channel": str(resp["channel"]), "ts": str(resp["ts"])}
+
+    async def _webhook(self, note: Notification) -> None:
+        resp = await self._hook.send(text=one_line(note), blocks=blocks(note, self.spec.dashboard_url))
+        err = http_error(resp.status_code, resp.body or "", (resp.headers or {}).get("Retry-After"))
+        if err is not None:
+            body = (resp.body or "").strip()
+            retryable = err.retryable or (body not in PERMANENT and resp.status_code != 400)
+            raise DeliveryError(scrub(f"slack webhook {err}", [self._secret]), retryable, err.retry_after)
+
+    async def send(self, note: Notification, ref: Mapping[str, str] | None) -> Ref | None:
+        """Post (or update on resolve) one message; raise DeliveryError classified for retry."""
+        await self._pace(self.spec.channel or "webhook")
+        try:
+            if self.bot:
+                return await self._bot(note, ref)
+            await self._webhook(note)
+            return None
+        except SlackApiError as exc:
+            raise api_error(exc, [self._secret]) from None
+        except TRANSIENT as exc:
+            raise transient(exc, [self._secret]) from None
+
+    async def close(self) -> None:
+        """Nothing to release: slack-sdk opens a session per request."""

@@ -1,0 +1,160 @@
+"""The facade the daemon uses: evaluate rules on each snapshot, persist state, deliver through the outbox."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import threading
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from sloguard.alerts import engine
+from sloguard.alerts.engine import Alert
+from sloguard.alerts.notifiers import NOTIFIERS, DeliveryError, Notifier
+from sloguard.alerts.notifiers.base import scrub
+from sloguard.alerts.outbox import Item, Outbox
+from sloguard.alerts.routing import Group, route
+from sloguard.alerts.rules import UNDELIVERED_METRIC, rules_from_config
+from sloguard.alerts.state import AlertState, alert_to_dict
+from sloguard.clock import Clock
+from sloguard.config.spec import Config, NotifierSpec
+from sloguard.log import register_secret
+from sloguard.model import Sample
+
+log = logging.getLogger("sloguard.alerts")
+POLL_INTERVAL = 0.5  # seconds between outbox scans when nothing wakes the sender earlier
+OUTCOMES = ("sent", "retried", "failed", "expired", "duplicate_possible")
+
+
+class StoreLike(Protocol):
+    conn: Any
+
+
+class Alerting:
+    """Rule engine + routing + durable outbox + notifiers; state survives restarts (SQLite)."""
+
+    def __init__(self, cfg: Config, store: StoreLike, clock: Clock, secrets: Mapping[str, str],
+                 rng: random.Random | None = None) -> None:
+        self.clock = clock
+        self.lock: threading.RLock = getattr(store, "lock", None) or threading.RLock()
+        self.conn = store.conn
+        with self.lock:
+            self.state = AlertState(self.conn)
+            self.active, self.groups = self.state.load()
+        self.outbox = Outbox(self.conn, self.lock, rng)
+        self._wake = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.reconfigure(cfg, secrets)
+
+    def reconfigure(self, cfg: Config, secrets: Mapping[str, str]) -> None:
+        """Swap rules and notifiers; build everything first so a bad notifier keeps the old set."""
+        rules = rules_from_config(cfg)
+        for value in secrets.values():
+            register_secret(value)
+        self._secrets = tuple(secrets.values())
+        notifiers = {s.name: NOTIFIERS[s.type](s, secrets.get(s.name), self.clock) for s in cfg.notifiers}
+        with self.lock:
+            self.rules, self.specs, self.notifiers = rules, {s.name: s for s in cfg.notifiers}, notifiers
+
+    def _own_samples(self, now: float) -> list[Sample]:
+        return [Sample(UNDELIVERED_METRIC, {"notifier": n, "outcome": o}, float(c))
+                for (n, o), c in self.outbox.undelivered(now).items()]
+
+    def evaluate(self, samples: Sequence[Sample], now: float) -> None:
+        """Step every rule at `now`, route, and commit new state and notifications in one transaction."""
+        with self.lock:
+            active, events = engine.evaluate(self.rules, self.active, [*samples, *self._own_samples(now)], now)
+            firing = [a for a in active.values() if a.state == "firing"]
+            groups, notes = route(list(self.specs.values()), self.groups, firing, now)
+            with self.conn:
+                self.state.save(active, groups)
+                self.outbox.put(notes, now)
+            self.active, self.groups = active, groups
+        for ev in events:
+            log.info("alert %s", ev.kind, extra={"alertname": ev.alert.name, "labels": dict(ev.alert.labels)})
+        if notes and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._wake.set)
+
+    async def run(self) -> None:
+        """Deliver outbox items until cancelled; no notifier exception ends the loop."""
+        self._loop = asyncio.get_running_loop()
+        while True:
+            try:
+                await self.deliver_due()
+            except Exception:
+                log.exception("alert delivery loop error (continuing)")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=POLL_INTERVAL)
+            self._wake.clear()
+
+    async def deliver_due(self) -> None:
+        """Attempt every due item once, notifiers in parallel, each notifier's groups in order."""
+        now = self.clock.now()
+        with self.lock:
+            notifiers, specs = dict(self.notifiers), dict(self.specs)
+        for orphan in set(self.outbox.pending()) - set(specs):
+            self.outbox.expire_old(orphan, now, 0.0)  # notifier removed by a reload: expire loudly
+        await asyncio.gather(*(self._deliver_notifier(n, specs[name], now) for name, n in notifiers.items()))
+
+    async def _deliver_notifier(self, notifier: Notifier, spec: NotifierSpec, now: float) -> None:
+        self.outbox.expire_old(spec.name, now, spec.max_delivery_age)
+        for item in self.outbox.take(spec.name, now):
+            await self._deliver(notifier, spec, item)
+
+    async def _deliver(self, notifier: Notifier, spec: NotifierSpec, item: Item) -> None:
+        try:
+            ref = await notifier.send(item.notification, item.ref)
+        except DeliveryError as exc:
+            if exc.retryable:
+                self.outbox.retry(item, str(exc), self.clock.now(), spec.max_delivery_age, exc.retry_after)
+            else:
+                self.outbox.fail(item, str(exc), self.clock.now())
+        except Exception as exc:  # a notifier bug must not lose the notification: retry until expiry
+            msg = scrub(f"{type(exc).__name__}: {exc}", self._secrets)
+            self.outbox.retry(item, msg, self.clock.now(), spec.max_delivery_age)
+        else:
+            self.outbox.ack(item, ref)
+
+    def families(self, now: float) -> list[Metric]:
+        """Return sloguard_alerts, sloguard_notifications_total, sloguard_outbox_pending, ..._undelivered."""
+        alerts = GaugeMetricFamily("sloguard_alerts", "Active alerts of sloguard's own rule engine, by state.",
+                                   labels=["alertname", "alertstate"])
+        for (name, st), c in sorted(Counter((a.name, a.state) for a in self.active.values()).items()):
+            alerts.add_metric([name, st], c)
+        total = CounterMetricFamily("sloguard_notifications", "Notification delivery attempts by outcome "
+                                    "(since process start).", labels=["notifier", "outcome"])
+        pending = GaugeMetricFamily("sloguard_outbox_pending", "Notifications waiting in the durable outbox.",
+                                    labels=["notifier"])
+        undelivered = GaugeMetricFamily(UNDELIVERED_METRIC, "Notifications that failed permanently or expired "
+                                        "in the last hour.", labels=["notifier", "outcome"])
+        waiting = self.outbox.pending()
+        for name in sorted(self.specs):
+            for outcome in OUTCOMES:
+                total.add_metric([name, outcome], self.outbox.counts[(name, outcome)])
+            pending.add_metric([name], waiting.get(name, 0))
+        for (name, outcome), c in sorted(self.outbox.undelivered(now).items()):
+            undelivered.add_metric([name, outcome], c)
+        return [alerts, total, pending, undelivered]
+
+    def debug_json(self) -> dict[str, object]:
+        """Return active alerts, groups and the outbox for GET /debug/alerts (no secrets)."""
+        with self.lock:
+            active: list[Alert] = sorted(self.active.values(), key=lambda a: a.labels)
+            groups: list[Group] = list(self.groups.values())
+        return {
+            "active": [alert_to_dict(a) for a in active],
+            "groups": [{"notifier": g.notifier, "key": g.key, "labels": dict(g.labels), "alerts": len(g.alerts),
+                        "next_flush": g.next_flush, "last_sent_at": g.last_sent_at} for g in groups],
+            "notifiers": [{"name": s.name, "type": s.type} for s in self.specs.values()],
+            "outbox": self.outbox.debug(),
+        }
+
+    async def close(self) -> None:
+        """Close notifiers; undelivered items stay in the outbox for the next start."""
+        for n in self.notifiers.values():
+            await n.close()

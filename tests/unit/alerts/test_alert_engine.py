@@ -1,0 +1,75 @@
+"""Alert state machine: pending, firing, keep_firing_for, resolution, per-series instances, templating."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from sloguard.alerts import engine
+from sloguard.alerts.engine import Alert
+from sloguard.alerts.rules import Rule, burn_rules, parse_expr
+from sloguard.model import Sample
+from sloguard.slo.model import SLO
+
+
+def rule(for_: float = 0.0, keep: float = 0.0) -> Rule:
+    return Rule("High", (parse_expr("m > 1"),), for_, keep, {"severity": "page"},
+                {"summary": "{{ $labels.inst }} is {{ $value }}"})
+
+
+def run(r: Rule, values: Sequence[float | None], step: float = 15.0) -> list[str]:
+    """Return the state per step ('-' inactive) and transition marks (+ firing, ! resolved)."""
+    active: dict[str, Alert] = {}
+    out = []
+    for i, v in enumerate(values):
+        samples = [] if v is None else [Sample("m", {"inst": "a"}, v)]
+        active, events = engine.evaluate([r], active, samples, i * step)
+        state = next(iter(active.values())).state[0] if active else "-"
+        out.append(state + "".join("+" if e.kind == "firing" else "!" for e in events))
+    return out
+
+
+@pytest.mark.parametrize(("for_", "keep", "values", "expected"), [
+    (0, 0, [0, 2, 2, 0], ["-", "f+", "f", "-!"]),
+    (30, 0, [2, 2, 2, 2, 0], ["p", "p", "f+", "f", "-!"]),
+    (30, 0, [2, 2, 0, 2], ["p", "p", "-", "p"]),                 # pending drops silently
+    (30, 0, [2, None, 2], ["p", "-", "p"]),                      # absent series = false
+    (0, 30, [2, 0, 0, 0, 2], ["f+", "f", "f", "-!", "f+"]),  # kept 30s, then resolved
+    (0, 30, [2, 0, 2, 0, 0, 0], ["f+", "f", "f", "f", "f", "-!"]),       # keep timer restarts
+])
+def test_transitions(for_: float, keep: float, values: list[float | None], expected: list[str]) -> None:
+    assert run(rule(for_, keep), values) == expected
+
+
+def test_each_series_is_its_own_instance_with_templated_annotations() -> None:
+    samples = [Sample("m", {"inst": "a"}, 2.0), Sample("m", {"inst": "b"}, 3.0), Sample("m", {"inst": "c"}, 0.0)]
+    active, events = engine.evaluate([rule()], {}, samples, 0.0)
+    got = sorted((dict(a.labels)["inst"], dict(a.annotations)["summary"]) for a in active.values())
+    assert got == [("a", "a is 2"), ("b", "b is 3")]
+    assert all(dict(a.labels)["alertname"] == "High" and dict(a.labels)["severity"] == "page"
+               for a in active.values())
+    assert len(events) == 2
+
+
+@pytest.mark.parametrize(("long_v", "short_v", "fires"), [
+    (20.0, 20.0, True), (20.0, 1.0, False), (1.0, 20.0, False), (13.44, 13.44, False),
+])
+def test_burn_rule_needs_both_windows(long_v: float, short_v: float, fires: bool) -> None:
+    slo = SLO(name="s", target="t", error_objective=0.99, window=28 * 86400.0)
+    page = burn_rules(slo)[0]  # 1h/5m at 0.02 × 28d / 1h = 13.44
+    samples = [Sample("sloguard_slo_burn_rate", {"slo": "s", "window": "1h"}, long_v),
+               Sample("sloguard_slo_burn_rate", {"slo": "s", "window": "5m"}, short_v),
+               Sample("sloguard_slo_burn_rate", {"slo": "other", "window": "5m"}, 99.0)]
+    active, _ = engine.evaluate([page], {}, samples, 0.0)
+    assert bool(active) is fires
+    if fires:
+        a = next(iter(active.values()))
+        assert dict(a.labels) == {"alertname": "SloguardErrorBudgetBurn", "severity": "page", "slo": "s",
+                                  "long_window": "1h", "short_window": "5m"}
+
+
+def test_removed_rule_resolves_its_firing_alerts() -> None:
+    active, _ = engine.evaluate([rule()], {}, [Sample("m", {}, 2.0)], 0.0)
+    active, events = engine.evaluate([], active, [Sample("m", {}, 2.0)], 15.0)
+    assert active == {} and [e.kind for e in events] == ["resolved"]

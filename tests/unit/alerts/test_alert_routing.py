@@ -1,0 +1,87 @@
+"""Routing by label and Alertmanager-style grouping: group_wait, group_interval, repeat_interval, resolved."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pytest
+from pydantic import TypeAdapter
+
+from sloguard.alerts.engine import Alert
+from sloguard.alerts.routing import Group, matches, route
+from sloguard.config.spec import NotifierSpec
+
+SPEC = TypeAdapter(NotifierSpec)
+
+
+def spec(**kw: object) -> NotifierSpec:
+    base = {"name": "n", "type": "webhook", "url": "http://x", "group_wait": "30s", "group_interval": "5m",
+            "repeat_interval": "1h"}
+    return SPEC.validate_python({**base, **kw})
+
+
+def alert(name: str, sev: str = "page", slo: str = "s") -> Alert:
+    labels = tuple(sorted({"alertname": name, "severity": sev, "slo": slo}.items()))
+    return Alert(name, labels, (), "firing", 0.0, 1.0, fired_at=0.0)
+
+
+def timeline(sp: NotifierSpec, steps: Mapping[float, Sequence[Alert]], until: float,
+             step: float = 15.0) -> list[tuple[float, str, tuple[str, ...]]]:
+    """Feed the firing set that holds from each key time on; return (time, status, alertnames+state)."""
+    groups: dict[str, Group] = {}
+    out = []
+    current: Sequence[Alert] = []
+    t = 0.0
+    while t <= until:
+        current = steps.get(t, current)
+        groups, notes = route([sp], groups, current, t)
+        for n in notes:
+            out.append((t, n.status, tuple(f"{a.name}:{'r' if a.resolved_at else 'f'}" for a in n.alerts)))
+        t += step
+    return out
+
+
+A, B = alert("A"), alert("B")
+
+
+@pytest.mark.parametrize(("steps", "until", "expected"), [
+    # first notification after group_wait; resolved notice on the next group_interval tick
+    ({0.0: [A], 600.0: []}, 1000, [(30.0, "firing", ("A:f",)), (630.0, "resolved", ("A:r",))]),
+    # an alert joining the group waits for the group_interval tick
+    ({0.0: [A], 60.0: [A, B]}, 400, [(30.0, "firing", ("A:f",)), (330.0, "firing", ("A:f", "B:f"))]),
+    # nothing new: repeat after repeat_interval (checked on group_interval ticks)
+    ({0.0: [A]}, 3700, [(30.0, "firing", ("A:f",)), (3630.0, "firing", ("A:f",))]),
+    # resolved during group_wait: never notified, so no resolved notice either
+    ({0.0: [A], 15.0: []}, 400, []),
+])
+def test_grouping_timeline(steps: dict[float, list[Alert]], until: float,
+                           expected: list[tuple[float, str, tuple[str, ...]]]) -> None:
+    assert timeline(spec(group_by=["slo"]), steps, until) == expected
+
+
+def test_send_resolved_false_sends_no_resolved_notice() -> None:
+    got = timeline(spec(send_resolved=False), {0.0: [A], 100.0: []}, 700)
+    assert got == [(30.0, "firing", ("A:f",))]
+
+
+def test_group_by_alertname_splits_groups() -> None:
+    got = timeline(spec(group_by=["alertname"]), {0.0: [A, B]}, 40)
+    assert got == [(30.0, "firing", ("A:f",)), (30.0, "firing", ("B:f",))]
+
+
+@pytest.mark.parametrize(("match", "labels", "expected"), [
+    ({}, {"severity": "info"}, True),
+    ({"severity": ["page", "critical"]}, {"severity": "critical"}, True),
+    ({"severity": ["page"]}, {"severity": "warning"}, False),
+    ({"severity": ["page"], "team": ["a"]}, {"severity": "page"}, False),
+])
+def test_match(match: dict[str, list[str]], labels: dict[str, str], expected: bool) -> None:
+    assert matches(spec(match=match), labels) is expected
+
+
+def test_alertmanager_resends_firing_and_resolved_for_a_while() -> None:
+    am = SPEC.validate_python({"name": "am", "type": "alertmanager", "url": "http://x", "resend_interval": "1m",
+                               "resolved_resend_for": "2m"})
+    got = timeline(am, {0.0: [A], 120.0: []}, 400)
+    assert got == [(0.0, "firing", ("A:f",)), (60.0, "firing", ("A:f",)), (120.0, "resolved", ("A:r",)),
+                   (180.0, "resolved", ("A:r",)), (240.0, "resolved", ("A:r",))]
