@@ -11,7 +11,7 @@ sketches and its far edge snaps to the nearest bucket boundary (≤ bucket width
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -53,6 +53,7 @@ class WindowView:
     exact: bool
     raw: np.ndarray  # rows of the window held raw, shape (rows, metrics)
     sketches: Sequence[Sketch]  # per metric, from evicted rows (empty when exact)
+    _merged: dict[str, Sketch] = field(default_factory=dict)  # per metric, built on first read
 
     def quantiles(self, metric: str, qs: Sequence[float]) -> tuple[float, ...] | None:
         """Return the metric's quantiles (q in 0..1), or None when the window has no value of it."""
@@ -62,7 +63,9 @@ class WindowView:
             if finite.size == 0:
                 return None
             return tuple(float(v) for v in np.percentile(finite, [100.0 * q for q in qs]))
-        merged = merge([self.sketches[_COLUMN[metric]], sketch_of(column)])
+        merged = self._merged.get(metric)
+        if merged is None:
+            merged = self._merged[metric] = merge([self.sketches[_COLUMN[metric]], sketch_of(column)])
         values = [quantile(merged, q) for q in qs]
         return None if values[0] is None else tuple(float(v or 0.0) for v in values)
 
