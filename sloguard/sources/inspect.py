@@ -1,0 +1,94 @@
+"""`sloguard inspect-metrics FILE_OR_URL`: show what sloguard reads from an engine's /metrics, offline."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from sloguard.config.spec import TargetSpec
+from sloguard.model import Histogram, ServerView
+from sloguard.sources.base import SourceError
+from sloguard.sources.engines import ENGINES, normalise
+from sloguard.sources.parse import ParseError, parse_text
+from sloguard.sources.scrape import ScrapeSource
+
+
+def _num(v: float) -> float | str:
+    """JSON has no Inf/NaN: spell them as Prometheus does."""
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "+Inf" if v > 0 else "-Inf"
+    return v
+
+
+def _hist(h: Histogram) -> dict[str, Any]:
+    return {"buckets": [[_num(b), c] for b, c in h.buckets], "count": h.count, "sum": h.sum}
+
+
+def view_json(view: ServerView) -> dict[str, Any]:
+    """Return the normalised view as plain JSON data (bounds `+Inf` as a string)."""
+    models = {
+        name: {
+            "histograms": {sig: _hist(h) for sig, h in mv.histograms.items()},
+            "gauges": dict(mv.gauges),
+            "counters": dict(mv.counters),
+            "finished_by_reason": dict(mv.finished_by_reason),
+        }
+        for name, mv in view.models.items()
+    }
+    return {"target": view.target, "engine": view.engine, "models": models}
+
+
+def _text(view: ServerView) -> str:
+    lines = [f"engine: {view.engine}"]
+    for name, mv in view.models.items():
+        lines.append(f"model: {name}")
+        for sig, h in mv.histograms.items():
+            mean = f"{h.sum / h.count:.6g}s" if h.count else "-"
+            lines.append(f"  {sig:<22} histogram count={h.count:g} mean={mean} buckets={len(h.buckets)}")
+        for sig, v in {**mv.gauges, **mv.counters}.items():
+            lines.append(f"  {sig:<22} {v:g}")
+        for reason, v in mv.finished_by_reason.items():
+            lines.append(f"  finished[{reason}]{'':<{max(0, 12 - len(reason))}} {v:g}")
+    return "\n".join(lines)
+
+
+async def _read(source: str, engine: str) -> str:
+    if source == "-":
+        return sys.stdin.read()
+    url = source if "://" in source else Path(source).resolve().as_uri()
+    scraper = ScrapeSource(TargetSpec(name="inspect", engine=engine, metrics_url=url))
+    try:
+        return await scraper.fetch_text()
+    finally:
+        await scraper.close()
+
+
+def main(argv: list[str]) -> int:
+    """Print the detected engine and normalised signals (or --raw samples); 0 ok, 1 unreadable, 2 usage."""
+    ap = argparse.ArgumentParser(prog="sloguard inspect-metrics", description=__doc__)
+    ap.add_argument("source", metavar="FILE_OR_URL", help="a file, file:// or http(s):// URL, or - for stdin")
+    ap.add_argument("--engine", default="auto", choices=["auto", *ENGINES])
+    ap.add_argument("--json", action="store_true", help="print JSON")
+    ap.add_argument("--raw", action="store_true", help="print the parsed samples [{name, labels, value}]")
+    args = ap.parse_args(argv)
+    try:
+        text = asyncio.run(_read(args.source, args.engine))
+        samples = parse_text(text)
+    except (SourceError, ParseError) as exc:
+        reason = getattr(exc, "reason", "parse")
+        print(f"sloguard inspect-metrics: {reason}: {exc}", file=sys.stderr)
+        return 1
+    if args.raw:
+        raw = [{"name": s.name, "labels": dict(s.labels), "value": _num(s.value)} for s in samples]
+        print(json.dumps(raw, indent=None if args.json else 1))
+        return 0
+    view = normalise(samples, args.engine, "inspect", 0.0)
+    print(json.dumps(view_json(view), indent=2) if args.json else _text(view))
+    return 0
