@@ -98,11 +98,10 @@ class ServerWindows:
 
     def _latency(self, now: float) -> Iterator[Metric]:
         for sig in LATENCY_SIGNALS:
-            q_fam = GaugeMetricFamily(
-                f"sloguard_server_{sig}_seconds",
-                f"Engine-reported {sig} quantile (histogram_quantile semantics), {_FROM}.",
-                labels=["target", "model", "quantile", "window"],
-            )
+            # A summary without _sum/_count: the only type promtool accepts with a quantile label.
+            q_name = f"sloguard_server_{sig}_seconds"
+            q_fam = Metric(q_name, f"Engine-reported {sig} quantile (histogram_quantile semantics), {_FROM}.",
+                           "summary")
             mean_fam = GaugeMetricFamily(
                 f"sloguard_server_{sig}_mean_seconds",
                 f"Engine-reported mean {sig}, {_FROM}.",
@@ -120,7 +119,8 @@ class ServerWindows:
                     for q in QUANTILES:
                         v = quantile(q, h)
                         if v is not None:
-                            q_fam.add_metric([target, model, str(q), label], v)
+                            labels = {"target": target, "model": model, "quantile": str(q), "window": label}
+                            q_fam.add_sample(q_name, labels, v)
             yield from (f for f in (q_fam, mean_fam) if f.samples)
 
     def _gauges(self, now: float) -> Iterator[Metric]:

@@ -1,0 +1,91 @@
+"""ServerWindows: windowed quantiles and rates from successive views, restarts, promtool-clean families."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+
+import pytest
+from prometheus_client.exposition import generate_latest
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from sloguard.model import Histogram, ModelView, ServerView
+from sloguard.windows.histo import quantile
+from sloguard.windows.server import ServerWindows
+
+INF = math.inf
+
+
+def view(ts: float, n: float, tokens: float, model: str = "m", target: str = "chat") -> ServerView:
+    """n requests so far, 90% with TTFT ≤ 0.1 s, the rest ≤ 0.5 s."""
+    ttft = Histogram(((0.1, 0.9 * n), (0.5, n), (INF, n)), n, 0.1 * n)
+    mv = ModelView(
+        model=model,
+        histograms={"ttft": ttft},
+        gauges={"requests_running": 3.0, "kv_cache_usage_ratio": 0.5},
+        counters={"generation_tokens": tokens, "prefix_cache_queries": tokens, "prefix_cache_hits": tokens / 4},
+        finished_by_reason={"stop": n},
+    )
+    return ServerView(target=target, engine="vllm", ts=ts, models={model: mv})
+
+
+def fed(points: list[tuple[float, float, float]]) -> ServerWindows:
+    sw = ServerWindows()
+    for ts, n, tok in points:
+        sw.add(view(ts, n, tok))
+    return sw
+
+
+def test_histogram_over_window_and_models() -> None:
+    sw = fed([(0, 100, 0), (15, 200, 1500), (30, 300, 3000)])
+    h = sw.histogram("chat", "m", "ttft", 60, 30)
+    assert h is not None and h.count == 200
+    assert quantile(0.5, h) == pytest.approx(0.1 * (100 / 180))
+    sw.add(view(30, 50, 10, model="other"))
+    sw.add(view(45, 60, 20, model="other"))
+    both = sw.histogram("chat", None, "ttft", 60, 45)
+    assert both is not None and both.count == 200 + 10
+    assert sw.histogram("chat", "m", "itl", 60, 30) is None
+
+
+def test_restart_counted_once_per_scrape() -> None:
+    sw = fed([(0, 100, 1000), (15, 200, 2000), (30, 5, 10), (45, 10, 20)])
+    assert sw.restarts() == {"chat": 1}
+    h = sw.histogram("chat", "m", "ttft", 60, 45)
+    assert h is not None and h.count == 100 + 10  # 100→200, then 10 since the restart
+
+
+def render(sw: ServerWindows, now: float) -> str:
+    class C(Collector):
+        def collect(self):  # type: ignore[no-untyped-def]
+            return sw.families(now)
+
+    reg = CollectorRegistry()
+    reg.register(C())
+    return generate_latest(reg).decode()
+
+
+def test_families_values_and_empty_windows() -> None:
+    sw = fed([(0, 100, 0), (15, 200, 1500), (30, 300, 3000)])
+    text = render(sw, 30)
+    assert 'sloguard_server_ttft_seconds{model="m",quantile="0.5",target="chat",window="1m"}' in text
+    assert 'sloguard_server_generation_tokens_per_second{model="m",target="chat",window="1m"} 100.0' in text
+    assert 'sloguard_server_prefix_cache_hit_ratio{model="m",target="chat",window="5m"} 0.25' in text
+    assert 'sloguard_server_requests_finished_per_second{model="m",reason="stop",target="chat",window="1m"}' in text
+    assert 'sloguard_server_requests_running{model="m",target="chat"} 3.0' in text
+    assert "sloguard_server_restarts_total{target=\"chat\"} 0.0" in text
+    later = render(sw, 1000)  # no scrape in either window: nothing but the restart counter
+    assert "sloguard_server_ttft_seconds" not in later
+    assert "sloguard_server_requests_running" not in later
+    assert "tokens_per_second" not in later
+    one = render(fed([(0, 100, 0)]), 10)
+    assert "sloguard_server_ttft_seconds" not in one  # one scrape is not a window
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not on PATH")
+def test_families_pass_promtool() -> None:
+    sw = fed([(0, 100, 0), (15, 200, 1500), (30, 300, 3000)])
+    out = subprocess.run(["promtool", "check", "metrics"], input=render(sw, 30), capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.strip() == "" and out.stderr.strip() == ""
