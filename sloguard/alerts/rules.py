@@ -81,7 +81,7 @@ def burn_annotations(slo: SLO, bw: BurnWindow) -> Mapping[str, str]:
     return _m(
         summary=f"SLO {slo.name} is burning its error budget {bw.factor(slo.window):.3g}x too fast "
                 f"({long_w}/{short_w})",
-        description=f"burn rate {{{{ $value }}}}x over {long_w}; objective {objective * 100:g}% "
+        description=f'burn rate {{{{ $value | printf "%.1f" }}}}x over {long_w}; objective {objective * 100:g}% '
                     f"over {format_duration(slo.window)}",
         objective=f"{objective:g}", runbook_url=slo.runbook_url, dashboard_url=slo.dashboard_url)
 
@@ -115,9 +115,16 @@ def rules_from_config(cfg: Config) -> tuple[Rule, ...]:
     return tuple(rules)
 
 
-_TEMPLATE = re.compile(r"\{\{\s*\$(labels\.([a-zA-Z_][a-zA-Z0-9_]*)|value)\s*\}\}")
+_PRINTF = r'(?:\s*\|\s*printf\s+"(%[-+ #0]*\d*(?:\.\d+)?[fgeGE])")?'
+_TEMPLATE = re.compile(r"\{\{\s*\$(?:labels\.([a-zA-Z_][a-zA-Z0-9_]*)|value" + _PRINTF + r")\s*\}\}")
+
+
+def _expand(m: re.Match[str], labels: Mapping[str, str], value: float) -> str:
+    if m.group(1):
+        return labels.get(m.group(1), "")
+    return m.group(2) % value if m.group(2) else f"{value:g}"
 
 
 def render(template: str, labels: Mapping[str, str], value: float) -> str:
-    """Expand `{{ $labels.x }}` and `{{ $value }}`; a missing label expands to ""."""
-    return _TEMPLATE.sub(lambda m: labels.get(m.group(2), "") if m.group(2) else f"{value:g}", template)
+    """Expand `{{ $labels.x }}`, `{{ $value }}` and `{{ $value | printf "%.2f" }}` as Prometheus would."""
+    return _TEMPLATE.sub(lambda m: _expand(m, labels, value), template)

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import aiohttp
-
-from sloguard.alerts.notifiers.base import Ref, alert_json, post_json
+from sloguard.alerts.notifiers.base import Ref, alert_json, basic_auth, post_json
 from sloguard.alerts.routing import Notification
 from sloguard.clock import Clock
 from sloguard.config.spec import AlertmanagerNotifierSpec
@@ -20,7 +18,7 @@ class AlertmanagerNotifier:
     def __init__(self, spec: AlertmanagerNotifierSpec, secret: str | None, clock: Clock) -> None:
         self.name, self.spec, self.clock = spec.name, spec, clock
         self._secret = secret
-        self._auth = aiohttp.BasicAuth(spec.username or "", secret) if secret is not None else None
+        self._headers = basic_auth(spec.username or "", secret) if secret is not None else None
         self._url = spec.url.rstrip("/") + "/api/v2/alerts"
 
     async def send(self, note: Notification, ref: Mapping[str, str] | None) -> Ref | None:
@@ -29,7 +27,7 @@ class AlertmanagerNotifier:
         body = [alert_json(a, ends) for a in note.alerts]
         for a in body:
             del a["status"], a["fingerprint"]  # not part of the v2 postable alert
-        await post_json(self._url, body, "alertmanager", [self._secret], auth=self._auth)
+        await post_json(self._url, body, "alertmanager", [self._secret], headers=self._headers)
         return None
 
     async def close(self) -> None:

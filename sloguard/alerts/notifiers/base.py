@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -91,12 +92,17 @@ def one_line(note: Notification) -> str:
     return f"{head} {', '.join(names)} {summary}".strip()
 
 
+def basic_auth(user: str, password: str) -> dict[str, str]:
+    """Return the Authorization header for HTTP basic auth."""
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
 async def post_json(url: str, body: Any, what: str, secrets: Iterable[str | None], timeout: float = 10.0,
-                    auth: aiohttp.BasicAuth | None = None) -> None:
+                    headers: Mapping[str, str] | None = None) -> None:
     """POST JSON; raise DeliveryError (retryable for connection errors, 408, 429 and 5xx), secrets scrubbed."""
     try:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as s, \
-                s.post(url, json=body, auth=auth) as resp:
+                s.post(url, json=body, headers=headers) as resp:
             err = http_error(resp.status, await resp.text(), resp.headers.get("Retry-After"))
     except TRANSIENT as exc:
         raise transient(exc, secrets) from None

@@ -1,0 +1,72 @@
+"""Rule generation: same window table and factors as the live engine, verbatim threshold exprs, CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sloguard.alerts.rules import BUILTIN_ALERTS, burn_rules
+from sloguard.config.spec import Config
+from sloguard.rulegen.cli import main
+from sloguard.rulegen.prometheus import ALERTS, RECORDING, SLO_ALERTS, generate
+from sloguard.slo.burnrate import BURN_WINDOWS
+from sloguard.slo.model import slos_from_config
+
+EXPR = 'sloguard_slo_quantile_seconds{slo="a",metric="ttft",quantile="0.95",window="5m"} > 2'
+
+
+def config(builtin: bool = True, window: str = "30d") -> Config:
+    return Config.model_validate({
+        "version": "sloguard/v1", "builtin_alerts": builtin,
+        "targets": [{"name": "t", "api_url": "http://x"}],
+        "slos": [{"name": "a", "target": "t", "error_rate": {"target": 0.999}, "error_budget_window": window,
+                  "objectives": [{"metric": "ttft", "percentile": 95, "threshold": "1s"}]},
+                 {"name": "srv", "target": "t", "source": "server",
+                  "objectives": [{"metric": "queue", "percentile": 95, "threshold": "1s"}]}],
+        "alerts": [{"name": "Slow", "expr": EXPR, "for": "5m", "keep_firing_for": "2m"}],
+    })
+
+
+def rules(text: str) -> list[dict[str, object]]:
+    return [r for g in yaml.safe_load(text)["groups"] for r in g["rules"]]
+
+
+@pytest.mark.parametrize(("window", "factors"), [
+    ("30d", ["14.4", "6", "3", "1"]),
+    ("28d", ["13.44", "5.6", "2.8", "0.9333333333"]),
+])
+def test_burn_alerts_follow_the_shared_table(window: str, factors: list[str]) -> None:
+    cfg = config(window=window)
+    got = rules(generate(cfg)[SLO_ALERTS])
+    assert len(got) == len(BURN_WINDOWS)  # the server SLO has no request counters: live engine only
+    assert [str(r["expr"]).rsplit("> ", 1)[1] for r in got] == factors
+    live = burn_rules(slos_from_config(cfg)[0])
+    assert [r["labels"] for r in got] == [dict(r.labels) for r in live]
+
+
+def test_threshold_exprs_are_verbatim_and_builtins_optional() -> None:
+    with_builtin = rules(generate(config())[ALERTS])
+    assert with_builtin[0] == {"alert": "Slow", "expr": EXPR, "for": "5m", "keep_firing_for": "2m",
+                               "labels": {"severity": "warning"}}
+    assert [r["alert"] for r in with_builtin[1:]] == [b[0] for b in BUILTIN_ALERTS]
+    assert len(rules(generate(config(builtin=False))[ALERTS])) == 1
+
+
+def test_recording_rules_cover_every_burn_window() -> None:
+    names = {r["record"] for r in rules(generate(config())[RECORDING])}
+    for bw in BURN_WINDOWS:
+        for w in ("1h", "5m") if bw.long == 3600 else ():
+            assert f"sloguard:slo_error_ratio:rate{w}" in names
+    assert "sloguard:slo_quantile_seconds:rate5m" in names
+
+
+def test_cli_writes_files_and_rejects_bad_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    example = Path(__file__).resolve().parents[3] / "sloguard.example.yaml"
+    assert main(["-c", str(example), "-o", str(tmp_path / "out")]) == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([ALERTS, RECORDING, SLO_ALERTS])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: sloguard/v1\nalerts: [{name: X, expr: 'rate(m[5m]) > 1'}]\n")
+    assert main(["-c", str(bad), "-o", str(tmp_path / "o2")]) == 2
+    assert "col 5" in capsys.readouterr().err
