@@ -63,35 +63,23 @@ async def serve(handler: Handler, use: Callable[[str], Awaitable[object]]) -> ob
         await runner.cleanup()
 
 
-def collect(url: str, **spec: object) -> object:
+async def collect_once(url: str, **spec: object) -> object:
     """Collect once; return the SourceOutput or the SourceError raised."""
+    src = source(url, **spec)
+    try:
+        return await src.collect()
+    except SourceError as exc:
+        return exc
+    finally:
+        await src.close()
 
-    async def go() -> object:
-        src = source(url, **spec)
-        try:
-            return await src.collect()
-        except SourceError as exc:
-            return exc
-        finally:
-            await src.close()
 
-    return asyncio.run(go())
+def collect(url: str, **spec: object) -> object:
+    return asyncio.run(collect_once(url, **spec))
 
 
 def scrape(handler: Handler, **spec: object) -> object:
-    async def go() -> object:
-        async def use(url: str) -> object:
-            src = source(url, **spec)
-            try:
-                return await src.collect()
-            except SourceError as exc:
-                return exc
-            finally:
-                await src.close()
-
-        return await serve(handler, use)
-
-    return asyncio.run(go())
+    return asyncio.run(serve(handler, lambda url: collect_once(url, **spec)))
 
 
 def source(url: str, **kw: object) -> ScrapeSource:
