@@ -257,6 +257,10 @@ def _parse(code: int | None, out: bytes, err: bytes) -> dict[str, Any]:
     return data
 
 
+def _frac(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def main(argv: list[str]) -> int:
     """`sloguard canary [--device auto|cpu|cuda:N] [--json] [--calibrate]`: 0 ok, 1 degraded, 2 error."""
     p = argparse.ArgumentParser(prog="sloguard canary", description="Run the GPU canary once.")
@@ -280,8 +284,11 @@ def main(argv: list[str]) -> int:
         print(json.dumps(asdict(rep), indent=2, sort_keys=True))
     else:
         f = rep.figures
-        print(f"device={f.get('device')} gpu={f.get('gpu_name')} degraded={rep.degraded} {'; '.join(rep.reasons)}")
+        stored = " (stored as baseline)" if rep.baseline_stored else ""
+        print(f"device={f.get('device')} gpu={f.get('gpu_name')} spec={rep.spec_model or '-'} "
+              f"degraded={rep.degraded}{stored} {'; '.join(rep.reasons)}")
         for t in TESTS:
-            print(f"  {t.name:18} {f.get(t.figure, float('nan')):.4g}  spec={rep.fraction_of_spec.get(t.name, '-')}"
-                  f"  baseline={rep.fraction_of_baseline.get(t.name, '-')}")
+            spec_frac, base_frac = rep.fraction_of_spec.get(t.name), rep.fraction_of_baseline.get(t.name)
+            print(f"  {t.name:18} {f.get(t.figure, float('nan')):<11.4g} of spec {_frac(spec_frac)}"
+                  f"  of baseline {_frac(base_frac)}")
     return 1 if rep.degraded else 0
