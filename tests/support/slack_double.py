@@ -31,6 +31,7 @@ class SlackDouble:
     calls: list[dict[str, Any]] = field(default_factory=list)  # every request, in order
     faults: deque[Fault] = field(default_factory=deque)
     port: int = 0
+    started: int = 0  # requests that reached the server (a slow one counts before it answers)
 
     def __post_init__(self) -> None:
         self._ts = itertools.count(1)
@@ -116,6 +117,8 @@ class SlackDouble:
 
     async def _api(self, req: web.Request) -> web.Response:
         method = req.match_info["method"]
+        with self._lock:
+            self.started += 1
         fault = await self._fault()
         if fault is not None:
             self._record(method, False, {"fault": fault.status})
