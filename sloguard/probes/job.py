@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from sloguard.config.spec import Config, ProbeSpec, TargetSpec
+if TYPE_CHECKING:  # the probe process unpickles jobs without importing pydantic
+    from sloguard.config.spec import Config, ProbeSpec, TargetSpec
 
 LONG_BUCKET = "long"
 

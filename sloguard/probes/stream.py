@@ -65,6 +65,45 @@ def make_session() -> aiohttp.ClientSession:
     )
 
 
+@dataclass(slots=True)
+class Fetched:
+    """The raw outcome of one streaming request: status, stamps, stamped reads, transport error."""
+
+    ts: float
+    status: int | None
+    stamps: Stamps
+    chunks: list[tuple[int, bytes]]
+    error: str | None
+
+
+async def fetch(
+    session: aiohttp.ClientSession, url: str, body: Mapping[str, Any], headers: Mapping[str, str],
+    timeout: float,
+) -> Fetched:
+    """POST and collect every read stamped on arrival; never raises for network or server faults.
+
+    The timeout covers connect to last byte; on timeout or error the connection is closed, so the server
+    sees the client go away and stops generating.
+    """
+    stamps, chunks = Stamps(), list[tuple[int, bytes]]()
+    ts, status, error = time.time(), None, None
+    stamps.t0_ns = time.perf_counter_ns()  # fallback when the session has no trace hooks
+    try:
+        async with asyncio.timeout(timeout):
+            async with session.post(url, json=body, headers=headers, trace_request_ctx=stamps) as resp:
+                status = resp.status
+                if status != 200:
+                    text = (await resp.content.read(512)).decode("utf-8", "replace")
+                    error = f"http {status}: {text.strip()}"
+                else:
+                    error = await _read(resp, chunks)
+    except TimeoutError:
+        error = f"timeout after {timeout:g}s"
+    except (aiohttp.ClientError, OSError) as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    return Fetched(ts, status, stamps, chunks, error)
+
+
 async def run_stream(
     session: aiohttp.ClientSession,
     job: ProbeJob,
@@ -74,32 +113,13 @@ async def run_stream(
     decode: Decoder,
     done_on_eof: bool = False,
 ) -> ProbeResult:
-    """Send one streaming POST and measure it; never raises for network or server faults.
-
-    The timeout covers connect to last byte; on timeout or error the connection is closed, so the server
-    sees the client go away and stops generating.
-    """
+    """Send one streaming request for `job` with a fresh traceparent and measure it (§4 definitions)."""
     header, trace_id = traceparent()
     headers = {"traceparent": header, "Accept": "text/event-stream", "Accept-Encoding": "identity"}
     if job.api_key:
         headers["Authorization"] = f"Bearer {job.api_key}"
-    stamps, chunks = Stamps(), list[tuple[int, bytes]]()
-    ts, status, error = time.time(), None, None
-    stamps.t0_ns = time.perf_counter_ns()  # fallback when the session has no trace hooks
-    try:
-        async with asyncio.timeout(job.timeout):
-            async with session.post(url, json=body, headers=headers, trace_request_ctx=stamps) as resp:
-                status = resp.status
-                if status != 200:
-                    text = (await resp.content.read(512)).decode("utf-8", "replace")
-                    error = f"http {status}: {text.strip()}"
-                else:
-                    error = await _read(resp, chunks)
-    except TimeoutError:
-        error = f"timeout after {job.timeout:g}s"
-    except (aiohttp.ClientError, OSError) as exc:
-        error = f"{type(exc).__name__}: {exc}"
-    return assemble(job, prompt, trace_id, ts, status, stamps, chunks, decode, done_on_eof, error)
+    f = await fetch(session, url, body, headers, job.timeout)
+    return assemble(job, prompt, trace_id, f.ts, f.status, f.stamps, f.chunks, decode, done_on_eof, f.error)
 
 
 async def _read(resp: aiohttp.ClientResponse, chunks: list[tuple[int, bytes]]) -> str | None:

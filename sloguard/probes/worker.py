@@ -30,6 +30,7 @@ from sloguard.probes.workload import pick_prompt
 
 LAG_PERIOD_S = 0.1  # loop-lag sample period
 LAG_WINDOW = 600  # samples kept: the last minute
+STOP_GRACE_S = 3.0  # in-flight requests may finish within this on stop (ProbeWorker.stop waits 5 s)
 REPORT_FIRST = 10  # first overhead report after 1 s
 REPORT_EVERY = 50  # then every 5 s
 
@@ -111,7 +112,7 @@ class _Runner:
             for task in (monitor, *self._schedules.values()):
                 task.cancel()
             if self._inflight:
-                await asyncio.wait(self._inflight, timeout=max(j.timeout for j in self._schedules))
+                await asyncio.wait(self._inflight, timeout=STOP_GRACE_S)
         loop.remove_reader(self._cmd.fileno())
         self._results.close()
         self._results.join_thread()
