@@ -39,6 +39,8 @@ apt_install() {
 }
 need=()
 command -v prometheus >/dev/null || need+=(prometheus)
+command -v prometheus-alertmanager >/dev/null || need+=(prometheus-alertmanager)
+command -v openssl >/dev/null || need+=(openssl)
 command -v promtool >/dev/null || need+=(prometheus)
 command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v curl >/dev/null || need+=(curl)
@@ -63,6 +65,14 @@ fi
 if [ ! -d .tools/grafana-schema/node_modules/@grafana/schema ]; then
   log "installing @grafana/schema"
   mkdir -p .tools/grafana-schema
-  (cd .tools/grafana-schema && npm install -s --no-audit --no-fund @grafana/schema >/dev/null)
+  (cd .tools/grafana-schema && npm install -s --no-audit --no-fund @grafana/schema@13.2.3 >/dev/null)
+fi
+# Offline validators: a JSON-schema generator for Grafana's TS types, prometheus-operator CRD schemas.
+if [ ! -x .tools/validators/node_modules/.bin/ts-json-schema-generator ] \
+   || [ ! -d .tools/validators/node_modules/@kubernetes-models/prometheus-operator ]; then
+  log "installing offline validators"
+  mkdir -p .tools/validators
+  (cd .tools/validators && npm install -s --no-audit --no-fund ts-json-schema-generator@2.4.0 \
+     @kubernetes-models/prometheus-operator@6.0.0 >/dev/null)
 fi
 log "ok: $(.venv/bin/python --version), $(prometheus --version 2>&1 | head -1), helm $(.tools/bin/helm version --short)"
