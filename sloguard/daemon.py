@@ -81,7 +81,9 @@ class Daemon:
         self.server_windows = ServerWindows()
         self.probe_metrics = ProbeMetrics()
         self.history = ProbeHistory(cfg.probe_settings.history_size)
-        self.worker = ProbeWorker(jobs_from_config(cfg, secrets.targets))
+        jobs = jobs_from_config(cfg, secrets.targets)
+        self.probe_metrics.expect([j.name for j in jobs])
+        self.worker = ProbeWorker(jobs)
         self.worker.start()
         self.alerting = Alerting(cfg, self.store, self.clock, secrets.notifiers)
         self.runner = SourceRunner(self.snapshot, self._on_output, self.clock)
@@ -130,6 +132,7 @@ class Daemon:
     def drain_probes(self) -> None:
         """Move probe results from the probe process into the store, metrics, history and SLO windows."""
         results = self.worker.drain()
+        self.probe_metrics.set_overhead(self.worker.overhead_seconds)
         if not results:
             return
         self.store.add_probe_results(results)
@@ -189,11 +192,12 @@ class Daemon:
                 secrets, sources = self._build(cfg)
                 slos = slos_from_config(cfg)
                 jobs = jobs_from_config(cfg, secrets.targets)
-            except ConfigError as exc:
+            except (ConfigError, ValueError) as exc:
+                errors = exc.errors if isinstance(exc, ConfigError) else [str(exc)]
                 self.reload_ok = 0.0
                 self._publish_self()
                 log.error("config reload failed; keeping the running config",
-                          extra={"file": self.config_path, "errors": "; ".join(exc.errors)})
+                          extra={"file": self.config_path, "errors": "; ".join(errors)})
                 return False
             self._swap(cfg, secrets, sources, slos, jobs)
             return True
@@ -205,6 +209,7 @@ class Daemon:
         old = self.runner.replace(sources)
         self._closing = [asyncio.create_task(_quietly(src.close())) for src in old]
         self.worker.update(jobs)
+        self.probe_metrics.expect([j.name for j in jobs])
         self.slo.reconfigure(slos)
         self.alerting.reconfigure(cfg, secrets.notifiers)
         self.cfg = cfg
