@@ -78,7 +78,9 @@ class Daemon:
         self.slo = SLOEngine(slos, self.clock)
         horizon = max((s.window for s in slos), default=0.0)
         self.slo.rebuild(self.store.probe_results_since(self.clock.now() - horizon))
-        self.server_windows = ServerWindows()
+        # History only as long as a server-side SLO needs it: each series keeps thinned snapshots.
+        server_horizon = max((s.window for s in slos if s.source == "server"), default=900.0)
+        self.server_windows = ServerWindows(max_age=max(server_horizon, 900.0))
         self.probe_metrics = ProbeMetrics()
         self.history = ProbeHistory(cfg.probe_settings.history_size)
         jobs = jobs_from_config(cfg, secrets.targets)
