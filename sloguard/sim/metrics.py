@@ -66,6 +66,7 @@ COUNTERS: tuple[tuple[str, str, str], ...] = (
     ("prefix_queries", "vllm:prefix_cache_queries",
      "Prefix cache queries, in terms of number of queried tokens."),
     ("prefix_hits", "vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens."),
+    ("cached_tokens", "vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external)."),
     ("preemptions", "vllm:num_preemptions", "Cumulative number of preemption from the engine."),
 )
 
@@ -95,6 +96,10 @@ class SimMetrics:
         info = Gauge("vllm:cache_config_info", "Information of the LLMEngine CacheConfig",
                      ("block_size", "enable_prefix_caching", "engine", "num_gpu_blocks"), registry=reg)
         info.labels(str(block_size), "True", "0", str(kv_blocks)).set(1)
+        sleep = Gauge("vllm:engine_sleep_state", "Engine sleep state; awake = 0 means engine is sleeping; "
+                      "awake = 1 means engine is awake.", ("engine", "model_name", "sleep_state"), registry=reg)
+        for state, value in (("awake", 1), ("weights_offloaded", 0), ("discard_all", 0)):
+            sleep.labels("0", model, state).set(value)
 
     def render(self) -> bytes:
         """Return the text exposition (format 0.0.4)."""
@@ -122,6 +127,7 @@ class SimMetrics:
         self._count["prompt_tokens"].inc(req.prompt_tokens)
         self._count["prefix_queries"].inc(req.prompt_tokens)
         self._count["prefix_hits"].inc(req.cached_tokens)
+        self._count["cached_tokens"].inc(req.cached_tokens)
 
     def errored(self) -> None:
         """Count a request that failed before reaching the engine."""

@@ -13,7 +13,7 @@ from sloguard.sim.engine import Engine, SimRequest, TokenSink
 from sloguard.sim.faults import Faults
 from sloguard.sim.metrics import SimMetrics
 from sloguard.sim.model import LatencyProfile, output_length
-from sloguard.sim.scheduler import Scheduler
+from sloguard.sim.scheduler import BACKGROUND_MIX, Scheduler
 from sloguard.sim.wire import GenParams
 
 DEFAULT_MODEL = "sim-llama-3-8b"
@@ -83,8 +83,9 @@ class Simulator:
 
     def profile_json(self) -> dict[str, Any]:
         """Return the latency profile, model, seed, background rate and current faults."""
+        mix = [{"prompt_tokens": p, "max_tokens": m, "weight": w} for p, m, w in BACKGROUND_MIX]
         return {"model": self.model, "seed": self.seed, "background_rps": self.background_rps,
-                "profile": self.profile.as_json(), "faults": self.faults.as_json()}
+                "background_mix": mix, "profile": self.profile.as_json(), "faults": self.faults.as_json()}
 
     def request_json(self, rid: str) -> dict[str, Any] | None:
         """Return one logged request's server-side timeline in seconds from receipt, or None."""
