@@ -36,8 +36,10 @@ async def handle(request: web.Request, api: wire.Api) -> web.StreamResponse:
         return error_response(str(exc), exc.status, kind)
     faults = sim.faults
     if faults.hang:
-        # Cancelled by aiohttp when the client goes away (handler_cancellation), so nothing leaks.
-        await asyncio.Event().wait()
+        # Cancelled by aiohttp when the client goes away (handler_cancellation), so nothing leaks;
+        # released at shutdown so the server stops at once.
+        await sim.scheduler.closing.wait()
+        return error_response("server shutting down", 503, "ServiceUnavailableError")
     if roll(faults.error_rate, sim.rng_faults):
         sim.metrics.errored()
         return error_response("injected fault: internal server error", 500, "InternalServerError")
@@ -74,8 +76,8 @@ async def _stream(request: web.Request, sim: Simulator, p: wire.GenParams, req: 
     finish: str | None = None
     while finish is None:
         n, finish = await _next(queue)
-        if n == 0:
-            break
+        if n == 0:  # aborted (shutdown): end the stream without [DONE], as a dropped connection would
+            return resp
         if sent == 0 and p.api == "chat":
             # vLLM sends the role-only chunk with the first output, not with the headers.
             await resp.write(wire.chunk(p, req.rid, sim.created, None, None))
@@ -100,6 +102,8 @@ async def _collect(sim: Simulator, p: wire.GenParams, req: SimRequest, queue: To
     while finish is None:
         n, finish = await _next(queue)
         total += n
+    if finish == "abort":
+        return error_response("server shutting down", 503, "ServiceUnavailableError", headers)
     text = wire.token_text(random.Random(f"{sim.seed}/{req.rid}"), total)
     body: dict[str, Any] = wire.full_response(p, req.rid, sim.created, text, finish, total)
     return web.json_response(body, headers=headers)

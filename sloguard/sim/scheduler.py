@@ -27,6 +27,7 @@ class Scheduler:
         self._stall = stall
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
+        self.closing = asyncio.Event()
 
     def start(self, background_rps: float, rng: random.Random) -> None:
         """Start the step loop and, when `background_rps` > 0, the background load."""
@@ -43,12 +44,22 @@ class Scheduler:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
+    def close(self) -> None:
+        """Abort every client request and refuse new ones, so open streams and hangs end now."""
+        self.closing.set()
+        for req in [*self.engine.waiting, *self.engine.running]:
+            if req.sink is not None:
+                self.engine.cancel(req)
+
     async def submit(self, req: SimRequest) -> None:
         """Wait out the stall fault (counted in TTFT), then queue `req` in the engine."""
         stall = self._stall()
         if stall > 0:
             req.stall_s = stall
             await asyncio.sleep(stall)
+        if self.closing.is_set():
+            self.engine.cancel(req)
+            return
         self.engine.submit(req)
         self._wake.set()
 

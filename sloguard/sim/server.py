@@ -80,10 +80,14 @@ def build_app(sim: Simulator) -> web.Application:
     async def on_startup(_: web.Application) -> None:
         sim.start()
 
+    async def on_shutdown(_: web.Application) -> None:
+        sim.scheduler.close()
+
     async def on_cleanup(_: web.Application) -> None:
         await sim.stop()
 
     app.on_startup.append(on_startup)
+    app.on_shutdown.append(on_shutdown)
     app.on_cleanup.append(on_cleanup)
     app.add_routes([
         web.post("/v1/chat/completions", _chat), web.post("/v1/completions", _completions),

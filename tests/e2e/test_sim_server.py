@@ -230,6 +230,27 @@ def test_hang_times_out_the_client_and_leaks_no_task() -> None:
     run(scenario)
 
 
+def test_shutdown_ends_hangs_and_open_streams_at_once() -> None:
+    async def main() -> float:
+        runner, port = await start("127.0.0.1", 0, seed=1, **FAST)
+        base = f"http://127.0.0.1:{port}"
+        async with aiohttp.ClientSession() as s:
+            async with s.post(base + CHAT, json=chat_body(max_tokens=5000)) as streaming:
+                await streaming.content.readline()
+                await s.post(base + "/sim/faults", json={"hang": True})
+                hanging = asyncio.ensure_future(s.post(base + CHAT, json=chat_body()))
+                await asyncio.sleep(0.1)
+                t0 = time.monotonic()
+                await runner.cleanup()
+                took = time.monotonic() - t0
+                assert b"[DONE]" not in await streaming.content.read()
+            assert (await hanging).status == 503
+        return took
+
+    # Well under the 1 s shutdown_timeout that aiohttp would otherwise wait out per connection.
+    assert asyncio.run(main()) < 0.5
+
+
 def test_client_disconnect_aborts_the_request() -> None:
     async def scenario(s: aiohttp.ClientSession, base: str) -> None:
         async with s.post(base + CHAT, json=chat_body(max_tokens=500)) as resp:
