@@ -34,30 +34,30 @@ probes:
     interval: 2s
     timeout: 1900ms
     max_tokens: 32
-    prompts: [{{tokens: 64, weight: 50}}, {{tokens: 512, weight: 35}}, {{tokens: 3000, weight: 15}}]
+    prompts: [{{tokens: 64, weight: 50}}, {{tokens: 512, weight: 35}}, {{tokens: 1500, weight: 15}}]
 slos:
   - name: sim-chat-latency
     target: sim
     source: probe
     objectives:
-      - {{metric: ttft, percentile: 95, threshold: 500ms}}
+      - {{metric: ttft, percentile: 95, threshold: 1s}}
       - {{metric: tpot, percentile: 50, threshold: 50ms}}
-    goodput: {{ttft: 500ms, tpot: 50ms, target: 0.95}}
+    goodput: {{ttft: 1s, tpot: 50ms, target: 0.95}}
     error_rate: {{target: 0.99}}
     error_budget_window: 1d
-    budgets: {{connect: 10ms, ttft: 400ms, decode: 1500ms, network: 50ms}}
+    budgets: {{connect: 10ms, ttft: 800ms, decode: 1500ms, network: 50ms}}
   - name: sim-server
     target: sim
     source: server
     objectives:
       - {{metric: ttft, percentile: 95, threshold: 1s}}
-      - {{metric: queue, percentile: 95, threshold: 250ms}}
+      - {{metric: queue, percentile: 95, threshold: 500ms}}
 alerts:
   - name: DemoHighTTFT
-    expr: 'sloguard_slo_quantile_seconds{{slo="sim-chat-latency",metric="ttft",quantile="0.95",window="5m"}} > 0.5'
+    expr: 'sloguard_slo_quantile_seconds{{slo="sim-chat-latency",metric="ttft",quantile="0.95",window="5m"}} > 1'
     for: 10s
     severity: page
-    summary: "p95 TTFT {{{{ $value }}}}s above 500ms on {{{{ $labels.slo }}}}"
+    summary: "p95 TTFT {{{{ $value }}}}s above 1s on {{{{ $labels.slo }}}}"
 notifiers:
   - name: console
     type: log
@@ -99,24 +99,37 @@ def _fmt(v: Any) -> str:
     return "no data" if v is None else str(v)
 
 
+def _at(items: list[dict[str, Any]], window: str) -> list[dict[str, Any]]:
+    return [i for i in items if i.get("window") == window and not i.get("segment")]
+
+
+def _slo_lines(slo: dict[str, Any], window: str = "5m") -> list[str]:
+    lines = [f"SLO {slo.get('name')} ({slo.get('source')}, target {slo.get('target')}), 5m window:"]
+    for o in _at(slo.get("objectives", []), window):
+        ok = o.get("compliant")
+        mark = "no data" if ok is None else ("OK" if ok else "BREACH")
+        lines.append(f"  {mark:8} p{o.get('percentile'):g} {o.get('metric'):5} {_fmt(o.get('value')):>8}"
+                     f"  (objective {_fmt(o.get('threshold'))})")
+    for w in _at(slo.get("windows", []), window):
+        if w.get("goodput_ratio") is not None:
+            lines.append(f"  goodput {w['goodput_ratio']:.1%} (target {slo.get('goodput_target')}), "
+                         f"{w.get('requests'):.0f} requests, burn rate {w.get('burn_rate') or 0:.2f}x")
+    for s in _at(slo.get("stages", []), window):
+        if s.get("budget") is not None and s.get("p95") is not None:
+            lines.append(f"  stage {s['stage']:8} p95 {_fmt(s['p95']):>8} of budget {_fmt(s['budget'])}"
+                         + (" (estimate)" if s.get("estimate") else ""))
+    budget = slo.get("error_budget_remaining")
+    if budget is not None:
+        lines.append(f"  error budget remaining ({slo.get('window')}): {budget:.1%}")
+    if slo.get("worst_stage"):
+        lines.append(f"  most over budget: {slo['worst_stage']}")
+    return lines
+
+
 def render_status(api: Any) -> str:
-    """Render /api/v1/slos as a few terminal lines per SLO."""
-    lines = []
-    for slo in api.get("slos", []) if isinstance(api, dict) else []:
-        lines.append(f"SLO {slo.get('name')} ({slo.get('source')}, target {slo.get('target')})")
-        for o in slo.get("objectives", []):
-            win = o.get("windows", {}).get("5m", o)
-            ok = win.get("compliant")
-            mark = "no data" if ok is None else ("OK " if ok else "BAD")
-            lines.append(f"  {mark:7} p{o.get('percentile'):g} {o.get('metric')}: {_fmt(win.get('value'))} "
-                         f"(objective {_fmt(o.get('threshold'))})")
-        gp = slo.get("goodput")
-        if isinstance(gp, dict):
-            g5 = gp.get("windows", {}).get("5m", {})
-            lines.append(f"  goodput 5m: {_fmt(g5.get('ratio'))} (target {gp.get('target')})")
-        budget = slo.get("error_budget_remaining")
-        if budget is not None:
-            lines.append(f"  error budget remaining: {budget:.1%}")
+    """Render /api/v1/slos as a few terminal lines per SLO (the 5m window, all prompt buckets)."""
+    slos = api.get("slos", []) if isinstance(api, dict) else []
+    lines = [line for slo in slos for line in _slo_lines(slo)]
     return "\n".join(lines) or "(waiting for the first evaluation)"
 
 
