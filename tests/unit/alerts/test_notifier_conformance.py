@@ -84,12 +84,14 @@ def program(double: SlackDouble, kind: str, case: str) -> None:
         double.fail_next(1, fault, value)
 
 
-@pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("kind", sorted(NOTIFIERS))
+# The log notifier has no receiver that can fail: only its success case applies.
+MATRIX = [(kind, case) for kind in sorted(NOTIFIERS) for case in CASES
+          if case == "ok" or kind not in ("log", "console")]
+
+
+@pytest.mark.parametrize(("kind", "case"), MATRIX)
 def test_conformance(kind: str, case: str, double: SlackDouble, tmp_path: Path,
                      caplog: pytest.LogCaptureFixture) -> None:
-    if kind in ("log", "console") and case != "ok":
-        pytest.skip("the log notifier has no receiver that can fail")
     svc, secret = build(kind, case, double, tmp_path)
     program(double, kind, case)
     note_svc_calls = len(double.calls)
