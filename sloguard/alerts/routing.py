@@ -77,9 +77,12 @@ def _due_grouped(spec: NotifierSpec, g: Group, now: float) -> bool:
     return bool(firing - g.sent_firing) or newly_resolved or repeat
 
 
+def _changed(g: Group) -> bool:
+    return {fp for fp, a in g.alerts.items() if a.resolved_at is None} != g.sent_firing
+
+
 def _due_resend(spec: AlertmanagerNotifierSpec, g: Group, now: float) -> bool:
-    changed = {fp for fp, a in g.alerts.items() if a.resolved_at is None} != g.sent_firing
-    return changed or ((g.last_sent_at is None or now - g.last_sent_at >= spec.resend_interval) and bool(g.alerts))
+    return _changed(g) or ((g.last_sent_at is None or now - g.last_sent_at >= spec.resend_interval) and bool(g.alerts))
 
 
 def _interval(spec: NotifierSpec) -> float:
@@ -111,11 +114,12 @@ def route(specs: Sequence[NotifierSpec], groups: Mapping[str, Group], firing: Se
     for spec in specs:
         mine = {k: g for k, g in groups.items() if g.notifier == spec.name}
         _absorb(spec, mine, firing, now)
+        am = isinstance(spec, AlertmanagerNotifierSpec)
         for key, g in mine.items():
-            if now < g.next_flush:
+            # Alertmanager does its own grouping: like Prometheus, tell it about a change at once.
+            if now < g.next_flush and not (am and _changed(g)):
                 out[key] = g
                 continue
-            am = isinstance(spec, AlertmanagerNotifierSpec)
             if not (_due_resend(spec, g, now) if isinstance(spec, AlertmanagerNotifierSpec)
                     else _due_grouped(spec, g, now)):
                 # Changes wait for the next tick, as Alertmanager's group_interval timer does.

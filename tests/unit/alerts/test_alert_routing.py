@@ -85,3 +85,11 @@ def test_alertmanager_resends_firing_and_resolved_for_a_while() -> None:
     got = timeline(am, {0.0: [A], 120.0: []}, 400)
     assert got == [(0.0, "firing", ("A:f",)), (60.0, "firing", ("A:f",)), (120.0, "resolved", ("A:r",)),
                    (180.0, "resolved", ("A:r",)), (240.0, "resolved", ("A:r",))]
+
+
+def test_alertmanager_hears_a_change_at_once_not_on_the_next_resend_tick() -> None:
+    am = SPEC.validate_python({"name": "am", "type": "alertmanager", "url": "http://x", "resend_interval": "1m",
+                               "resolved_resend_for": "1m"})
+    got = timeline(am, {0.0: [A], 15.0: [A, B], 30.0: [B]}, 100)
+    assert got == [(0.0, "firing", ("A:f",)), (15.0, "firing", ("A:f", "B:f")),
+                   (30.0, "firing", ("A:r", "B:f")), (90.0, "firing", ("A:r", "B:f"))]
