@@ -12,7 +12,7 @@ Values below MIN_VALUE (1 ns) are counted as MIN_VALUE. The bucket keys and valu
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,9 +70,60 @@ def merge(sketches: Iterable[Sketch]) -> Sketch:
     if len(parts) == 1:
         return parts[0]
     keys = np.concatenate([p.keys for p in parts])
-    counts = np.concatenate([p.counts for p in parts])
-    uniq, inverse = np.unique(keys, return_inverse=True)
-    return Sketch(uniq, np.bincount(inverse, weights=counts).astype(np.int64))
+    low = int(keys.min())
+    dense = np.bincount(keys - low, weights=np.concatenate([p.counts for p in parts])).astype(np.int64)
+    occupied = np.flatnonzero(dense)
+    return Sketch(occupied + low, dense[occupied])
+
+
+def lerp_percentiles(n: int, qs: Sequence[float], at: Callable[[int], float]) -> tuple[float, ...]:
+    """Return numpy.percentile's `linear` values (bit-identical) of n sorted values read by `at(rank)`."""
+    virtual = (n - 1) * (np.array([100.0 * q for q in qs]) / 100)
+    prev = np.floor(virtual)
+    gamma = virtual - prev
+    lower = np.array([at(min(int(p), n - 1)) for p in prev])
+    upper = np.array([at(min(int(p) + 1, n - 1)) for p in prev])
+    diff = upper - lower
+    out = lower + diff * gamma
+    np.subtract(upper, diff * (1 - gamma), out=out, where=gamma >= 0.5)
+    return tuple(float(v) for v in out)
+
+
+class ExactQuantiles:
+    """Exact order statistics of an array's finite values; quantiles equal numpy.percentile (linear) bit for bit.
+
+    Above SMALL values each value is binned by the top 19 bits of its order-preserving integer image
+    (sign, exponent, 7 mantissa bits: ≤0.8% wide bins, exactly monotone), one bincount locates the bin of
+    each rank, and only that bin is sorted: O(n) per array instead of a partition per quantile.
+    """
+
+    SMALL = 2048
+
+    def __init__(self, values: np.ndarray) -> None:
+        self._finite = values[np.isfinite(values)]
+        self.n = int(self._finite.size)
+        self._runs: dict[int, np.ndarray] = {}
+        if self.n <= self.SMALL:
+            self._runs[0] = np.sort(self._finite)
+            self._cum = np.array([self.n])
+            return
+        bits = self._finite.view(np.int64)
+        if int(bits.min()) < 0:  # negative floats: flip the magnitude bits so integer order = float order
+            bits = np.where(bits < 0, bits ^ np.int64(0x7FFF_FFFF_FFFF_FFFF), bits)
+        keys = bits >> 45
+        self._keys = (keys - keys.min()).astype(np.int32)
+        self._cum = np.cumsum(np.bincount(self._keys))
+
+    def quantiles(self, qs: Sequence[float]) -> tuple[float, ...] | None:
+        """Return the quantiles (q in 0..1) of the finite values; None when there are none."""
+        return lerp_percentiles(self.n, qs, self._at) if self.n else None
+
+    def _at(self, rank: int) -> float:
+        j = int(np.searchsorted(self._cum, rank, side="right"))
+        run = self._runs.get(j)
+        if run is None:
+            run = self._runs[j] = np.sort(self._finite[self._keys == j])
+        return float(run[rank - (int(self._cum[j - 1]) if j else 0)])
 
 
 def quantile(sketch: Sketch, q: float) -> float | None:

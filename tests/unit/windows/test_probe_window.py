@@ -86,3 +86,42 @@ def test_beyond_raw_cap_within_one_percent() -> None:
     assert got is not None
     for g, want in zip(got, np.percentile(values, [50, 95, 99]), strict=True):
         assert abs(g - want) <= RELATIVE_ACCURACY * want
+
+
+def _state(pw: ProbeWindow, now: float) -> list[tuple[int, int, int, bool, tuple[float, ...] | None]]:
+    out = []
+    for window in (300.0, 3600.0, 6 * 3600.0, 86400.0):
+        view = pw.view(window, now)
+        out.append((view.total, view.ok, view.good, view.exact, view.quantiles("ttft", (0.5, 0.99))))
+    return out
+
+
+@pytest.mark.parametrize("cap", [500, 5000])  # sketch regime beyond 500 raw rows, all exact with 5000
+def test_arrival_order_and_batching_do_not_change_results(cap: int) -> None:
+    rng = np.random.default_rng(21)
+    ts = np.sort(rng.uniform(0.0, 40_000.0, 3000))
+    values = rng.lognormal(-1, 0.5, 3000)
+    live, rebuilt = ProbeWindow(86400.0, cap=cap, chunk=100), ProbeWindow(86400.0, cap=cap, chunk=100)
+    jitter = np.argsort(ts + rng.uniform(0.0, 30.0, ts.size))  # results complete out of start order
+    for n, i in enumerate(jitter):
+        live.add(_result(float(ts[i]), float(values[i]), ok=i % 50 != 0), good=bool(values[i] < 0.5))
+        if n % 37 == 0:
+            live.view(300.0, float(ts[i]))  # an evaluation flushes the buffer mid-stream
+    for i in range(ts.size):
+        rebuilt.add(_result(float(ts[i]), float(values[i]), ok=i % 50 != 0), good=bool(values[i] < 0.5))
+    assert _state(live, 40_000.0) == _state(rebuilt, 40_000.0)
+    ok = np.arange(ts.size) % 50 != 0
+    assert _state(live, 40_000.0)[-1][:3] == (3000, 3000 - 60, int((ok & (values < 0.5)).sum()))
+
+
+def test_sketch_view_extends_its_cached_raw_sketch_exactly() -> None:
+    values = np.random.default_rng(8).lognormal(-1, 0.5, 2000)
+    cached, fresh = ProbeWindow(86400.0, cap=300, chunk=100), ProbeWindow(86400.0, cap=300, chunk=100)
+    for i, v in enumerate(values):
+        cached.add(_result(float(i), float(v)), good=True)
+        fresh.add(_result(float(i), float(v)), good=True)
+        if i % 40 == 0:
+            cached.view(86400.0, float(i)).quantiles("ttft", (0.5,))
+    view = cached.view(86400.0, 2000.0)
+    assert not view.exact
+    assert view.quantiles("ttft", (0.5, 0.9)) == fresh.view(86400.0, 2000.0).quantiles("ttft", (0.5, 0.9))

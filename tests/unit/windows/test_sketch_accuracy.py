@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sloguard.windows.sketch import EMPTY_SKETCH, RELATIVE_ACCURACY, merge, quantile, sketch_of
+from sloguard.windows.sketch import EMPTY_SKETCH, RELATIVE_ACCURACY, ExactQuantiles, merge, quantile, sketch_of
 
 N = 150_000
 
@@ -47,3 +47,29 @@ def test_merge_equals_sketch_of_union() -> None:
 @pytest.mark.parametrize("values", [np.array([]), np.array([np.nan, np.nan])])
 def test_empty_is_no_data(values: np.ndarray) -> None:
     assert quantile(sketch_of(values), 0.5) is None
+
+
+def _exact_cases() -> list[tuple[str, np.ndarray]]:
+    rng = np.random.default_rng(11)
+    ties = rng.integers(0, 5, 9000) * 0.1
+    signed = rng.normal(0.0, 1.0, 6000)  # negative values (a decode gap below zero) keep their order
+    holes = rng.lognormal(-1.0, 1.0, 9000)
+    holes[rng.random(9000) < 0.1] = np.nan
+    wide = np.concatenate([rng.lognormal(-8, 3, 4000), [0.0, 1e-12, 1e6]])
+    return [("one", np.array([0.25])), ("small", rng.lognormal(size=ExactQuantiles.SMALL)),
+            ("just-above-small", rng.lognormal(size=ExactQuantiles.SMALL + 1)), ("ties", ties),
+            ("signed", signed), ("nan-holes", holes), ("wide", wide), ("large", rng.lognormal(-1.5, 0.6, 86_400))]
+
+
+@pytest.mark.parametrize(("name", "values"), _exact_cases(), ids=[c[0] for c in _exact_cases()])
+@pytest.mark.parametrize("qs", [(0.0, 0.5, 1.0), (0.01, 0.95, 0.99, 0.999), (1 / 3, 0.125)])
+def test_exact_quantiles_equal_numpy_bit_for_bit(name: str, values: np.ndarray, qs: tuple[float, ...]) -> None:
+    finite = values[np.isfinite(values)]
+    want = tuple(float(v) for v in np.percentile(finite, [100.0 * q for q in qs]))
+    order = ExactQuantiles(values)
+    assert order.quantiles(qs) == want
+    assert order.quantiles(qs[::-1]) == want[::-1]  # bins read again from the cache
+
+
+def test_exact_quantiles_without_values_is_no_data() -> None:
+    assert ExactQuantiles(np.array([np.nan, np.inf])).quantiles((0.5,)) is None
