@@ -34,6 +34,7 @@ _TTFT, _E2E, _DECODE = _COLUMN["ttft"], _COLUMN["e2e"], _COLUMN["decode"]
 OK, GOOD = 1, 2  # flag bits
 MIN_BUCKET = 60.0
 BUCKETS_PER_WINDOW = 1008  # 28d -> 40 min buckets
+FLUSH_AT = 256  # buffered results stored at once (bounds the buffer to ~30 KiB)
 
 
 class WindowView:
@@ -70,7 +71,7 @@ class ProbeWindow:
         self._raw = RawRing(len(_STORED), cap, chunk)
         self._old = BucketRing(len(METRICS), max(MIN_BUCKET, longest / BUCKETS_PER_WINDOW))
         self._pending: list[tuple[float | int | None, ...]] = []
-        self._flush_at = chunk
+        self._flush_at = min(chunk, FLUSH_AT)
         self._raw_sketches: dict[int, tuple[int, int, int, Sketch]] = {}  # metric -> version, lo, hi, sketch
 
     def add(self, result: ProbeResult, good: bool) -> None:
@@ -104,6 +105,11 @@ class ProbeWindow:
     def nbytes(self) -> int:
         """Return the bytes held by raw rows and bucket sketches."""
         return self._raw.nbytes + self._old.nbytes
+
+    @property
+    def bucket_nbytes(self) -> int:
+        """Return the bytes held by bucket sketches alone (they grow with the span beyond the raw rows)."""
+        return self._old.nbytes
 
     def _flush(self) -> None:
         if not self._pending:

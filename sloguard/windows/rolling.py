@@ -133,6 +133,11 @@ class RawRing:
         self._start, self._end, self.version = 0, size, self.version + 1
 
 
+def _compact(sketch: Sketch) -> Sketch:
+    """Return the sketch stored in 8 bytes per occupied key (int32 keys and counts; a bucket holds < 2^31 rows)."""
+    return Sketch(sketch.keys.astype(np.int32), sketch.counts.astype(np.int32)) if sketch.keys.size else sketch
+
+
 def _moved(a: np.ndarray, s: int, e: int, alloc: int, fill: float) -> np.ndarray:
     out = np.full(alloc, fill, dtype=a.dtype)
     out[: e - s] = a[s:e]
@@ -197,7 +202,7 @@ class BucketRing:
             for bit, count in zip(bits.tolist(), counts.tolist(), strict=True):
                 bucket.flag_counts[bit] = bucket.flag_counts.get(bit, 0) + count
             block = rows.values[sel]
-            bucket.sketches = [merge([bucket.sketches[m], sketch_of(block[:, m])]) for m in range(self._n)]
+            bucket.sketches = [_compact(merge([bucket.sketches[m], sketch_of(block[:, m])])) for m in range(self._n)]
         if rows.ts.size:
             self.newest_ts = max(self.newest_ts, float(rows.ts.max()))
         self._changed()

@@ -69,7 +69,7 @@ def merge(sketches: Iterable[Sketch]) -> Sketch:
         return EMPTY_SKETCH
     if len(parts) == 1:
         return parts[0]
-    keys = np.concatenate([p.keys for p in parts])
+    keys = np.concatenate([p.keys for p in parts]).astype(np.int64)
     low = int(keys.min())
     dense = np.bincount(keys - low, weights=np.concatenate([p.counts for p in parts])).astype(np.int64)
     occupied = np.flatnonzero(dense)
@@ -108,10 +108,12 @@ class ExactQuantiles:
             self._cum = np.array([self.n])
             return
         bits = self._finite.view(np.int64)
-        if int(bits.min()) < 0:  # negative floats: flip the magnitude bits so integer order = float order
+        low = int(bits.min())
+        if low < 0:  # negative floats: flip the magnitude bits so integer order = float order
             bits = np.where(bits < 0, bits ^ np.int64(0x7FFF_FFFF_FFFF_FFFF), bits)
-        keys = bits >> 45
-        self._keys = (keys - keys.min()).astype(np.int32)
+            low = int(bits.min())
+        self._keys = np.right_shift(bits, 45)
+        self._keys -= low >> 45
         self._cum = np.cumsum(np.bincount(self._keys))
 
     def quantiles(self, qs: Sequence[float]) -> tuple[float, ...] | None:
