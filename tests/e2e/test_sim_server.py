@@ -16,6 +16,7 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from sloguard.sim import server as sim_server
 from sloguard.sim.server import start
 
 pytestmark = pytest.mark.e2e
@@ -230,7 +231,10 @@ def test_hang_times_out_the_client_and_leaks_no_task() -> None:
     run(scenario)
 
 
-def test_shutdown_ends_hangs_and_open_streams_at_once() -> None:
+def test_shutdown_ends_hangs_and_open_streams_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # With a 30 s shutdown timeout, "at once" and "waited out the timeout" are far apart even on a busy CI box.
+    monkeypatch.setattr(sim_server, "SHUTDOWN_TIMEOUT_S", 30.0)
+
     async def main() -> float:
         runner, port = await start("127.0.0.1", 0, seed=1, **FAST)
         base = f"http://127.0.0.1:{port}"
@@ -247,8 +251,7 @@ def test_shutdown_ends_hangs_and_open_streams_at_once() -> None:
             assert (await hanging).status == 503
         return took
 
-    # Well under the 1 s shutdown_timeout that aiohttp would otherwise wait out per connection.
-    assert asyncio.run(main()) < 0.5
+    assert asyncio.run(main()) < 10.0
 
 
 def test_client_disconnect_aborts_the_request() -> None:
