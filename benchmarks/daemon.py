@@ -41,9 +41,11 @@ def main() -> int:
             renders.append(time.perf_counter() - t)
             sizes.append(len(body))
             time.sleep(0.05)
-        text = body.decode()
+        time.sleep(6.0)  # one evaluation publishes the render time of the renders above
+        text = http_get(f"{d.url}/metrics")[1].decode()
         series = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
-        render = metric_value(text, "sloguard_exposition_render_seconds") or float("nan")
+        render = metric_value(text, "sloguard_exposition_render_seconds")
+        render = float("nan") if render is None else render
         d.stop()
     print(f"start → /-/ready (process spawn included): {start_to_ready * 1000:.0f} ms")
     print(f"daemon RSS after {args.seconds:.0f} s:            {rss / 2**20:.1f} MiB")
