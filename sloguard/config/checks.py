@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sloguard.config.spec import Config
 
 Check = Callable[[Config], Iterable[str]]
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Stand-in for a list item that failed validation; its name keeps references to it from being reported."""
+
+    name: str
+
+
+def valid(items: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+    """Yield (index, item) for the items that passed validation, keeping their original indices."""
+    for i, item in enumerate(items):
+        if not isinstance(item, Invalid):
+            yield i, item
 
 
 def _duplicates(items: Iterable[Any], path: str) -> Iterable[str]:
@@ -31,30 +46,30 @@ def check_references(cfg: Config) -> Iterable[str]:
     """Every probe, SLO and process must name a target (and probe) that exists."""
     targets = {t.name: t for t in cfg.targets}
     probes = {p.name: p for p in cfg.probes}
-    for i, p in enumerate(cfg.probes):
+    for i, p in valid(cfg.probes):
         t = targets.get(p.target)
         if t is None:
             yield f"probes[{i}].target: unknown target {p.target!r}"
-        elif t.api_url is None:
+        elif not isinstance(t, Invalid) and t.api_url is None:
             yield f"probes[{i}].target: target {p.target!r} has no api_url to probe"
-    for i, s in enumerate(cfg.slos):
+    for i, s in valid(cfg.slos):
         if s.target not in targets:
             yield f"slos[{i}].target: unknown target {s.target!r}"
         if s.probe is not None and s.probe not in probes:
             yield f"slos[{i}].probe: unknown probe {s.probe!r}"
-        elif s.probe is not None and probes[s.probe].target != s.target:
+        elif s.probe is not None and not isinstance(probes[s.probe], Invalid) and probes[s.probe].target != s.target:
             yield f"slos[{i}].probe: probe {s.probe!r} targets {probes[s.probe].target!r}, not {s.target!r}"
-    for i, proc in enumerate(cfg.host.processes):
+    for i, proc in valid(cfg.host.processes):
         if proc.target is not None and proc.target not in targets:
             yield f"host.processes[{i}].target: unknown target {proc.target!r}"
 
 
 def check_timeouts(cfg: Config) -> Iterable[str]:
     """A timeout at or above its interval would let runs of the same job overlap."""
-    for i, p in enumerate(cfg.probes):
+    for i, p in valid(cfg.probes):
         if p.timeout >= p.interval:
             yield f"probes[{i}].timeout: must be < interval ({p.timeout:g}s >= {p.interval:g}s)"
-    for i, t in enumerate(cfg.targets):
+    for i, t in valid(cfg.targets):
         if t.scrape_timeout >= t.scrape_interval:
             yield (f"targets[{i}].scrape_timeout: must be < scrape_interval "
                    f"({t.scrape_timeout:g}s >= {t.scrape_interval:g}s)")
@@ -66,7 +81,7 @@ def check_timeouts(cfg: Config) -> Iterable[str]:
 
 def check_slos(cfg: Config) -> Iterable[str]:
     """An SLO must measure something, and server SLOs can only use what engines export."""
-    for i, s in enumerate(cfg.slos):
+    for i, s in valid(cfg.slos):
         if not s.objectives and s.goodput is None and s.error_rate is None:
             yield f"slos[{i}]: needs at least one of objectives, goodput, error_rate"
         if s.goodput is not None and not any((s.goodput.ttft, s.goodput.tpot, s.goodput.e2e, s.goodput.itl)):
@@ -87,7 +102,7 @@ def check_slos(cfg: Config) -> Iterable[str]:
 
 def check_notifiers(cfg: Config) -> Iterable[str]:
     """Each notifier needs exactly one way to reach its receiver."""
-    for i, n in enumerate(cfg.notifiers):
+    for i, n in valid(cfg.notifiers):
         if n.type == "slack":
             ways = [n.token_file or n.token_env, n.webhook_url_file or n.webhook_url_env]
             if sum(1 for w in ways if w) != 1:
@@ -101,7 +116,7 @@ def check_notifiers(cfg: Config) -> Iterable[str]:
 
 def check_processes(cfg: Config) -> Iterable[str]:
     """A serving process needs exactly one matcher, and regexes must compile."""
-    for i, p in enumerate(cfg.host.processes):
+    for i, p in valid(cfg.host.processes):
         ways = [p.process_name, p.cmdline_regex, p.pid_file]
         if sum(1 for w in ways if w) != 1:
             yield f"host.processes[{i}]: set exactly one of process_name, cmdline_regex, pid_file"
@@ -118,7 +133,7 @@ def check_alert_exprs(cfg: Config) -> Iterable[str]:
         from sloguard.alerts.rules import parse_expr
     except ImportError:  # alerting not built in this tree yet
         return
-    for i, a in enumerate(cfg.alerts):
+    for i, a in valid(cfg.alerts):
         try:
             parse_expr(a.expr)
         except ValueError as exc:

@@ -7,10 +7,19 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from sloguard.config.checks import cross_check
-from sloguard.config.spec import Config
+from sloguard.config.checks import Invalid, cross_check
+from sloguard.config.spec import (
+    AlertSpec,
+    Config,
+    HostSpec,
+    NotifierSpec,
+    ProbeSpec,
+    ProcessSpec,
+    SLOSpec,
+    TargetSpec,
+)
 
 # Discriminator tags pydantic inserts into error locations of tagged unions; they are not config keys.
 _UNION_TAGS = frozenset({"slack", "alertmanager", "webhook", "log", "console"})
@@ -80,14 +89,41 @@ def errors_from_validation(exc: ValidationError) -> list[str]:
     return lines
 
 
+_LISTS: dict[str, Any] = {"targets": TargetSpec, "probes": ProbeSpec, "slos": SLOSpec, "alerts": AlertSpec,
+                          "notifiers": TypeAdapter(NotifierSpec)}
+
+
+def _items(raw: Any, model: Any) -> list[Any]:
+    out: list[Any] = []
+    for item in raw if isinstance(raw, list) else []:
+        try:
+            out.append(model.model_validate(item) if isinstance(model, type) and issubclass(model, BaseModel)
+                       else model.validate_python(item))
+        except ValidationError:
+            out.append(Invalid(str(item.get("name", "")) if isinstance(item, dict) else ""))
+    return out
+
+
+def partial_config(data: dict[str, Any]) -> Config:
+    """Return a Config of the list items that validate (others as Invalid), so cross-checks still run."""
+    fields = {key: _items(data.get(key), model) for key, model in _LISTS.items()}
+    host = data.get("host") if isinstance(data.get("host"), dict) else {}
+    procs = _items(host.get("processes"), ProcessSpec)  # type: ignore[union-attr]
+    construct: Any = Config.model_construct  # the lists hold Invalid stand-ins, which the typed signature forbids
+    result: Config = construct(version="sloguard/v1", host=HostSpec.model_construct(processes=procs), **fields)
+    return result
+
+
 def parse_config(data: Any, source: str = "") -> Config:
-    """Validate a parsed YAML document; raise ConfigError with every problem found."""
+    """Validate a parsed YAML document; raise ConfigError with every problem found, cross-field ones too."""
     if not isinstance(data, dict):
         raise ConfigError(["(root): the file must be a YAML mapping"], source)
     try:
         cfg = Config.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(errors_from_validation(exc), source) from None
+        errors = errors_from_validation(exc)
+        raise ConfigError(errors + [e for e in cross_check(partial_config(data)) if e not in errors],
+                          source) from None
     problems = cross_check(cfg)
     if problems:
         raise ConfigError(problems, source)

@@ -161,3 +161,28 @@ def test_demo_config_is_valid() -> None:
     from sloguard.demo import demo_config
 
     parse_config(yaml.safe_load(demo_config(8000, "127.0.0.1:9478", "/tmp/state")))
+
+
+def test_cross_field_errors_are_reported_alongside_schema_errors() -> None:
+    doc = copy.deepcopy(BASE)
+    doc["slos"][1]["objectives"][0]["threshold"] = "0s"  # schema error in slos[1]
+    doc["probes"][0]["target"] = "nope"  # cross-field error elsewhere
+    doc["probes"][0]["timeout"] = "40s"
+    doc["slos"].append({"name": "s2", "target": "chat", "probe": "p"})  # refers to a valid probe, needs objectives
+    with pytest.raises(ConfigError) as info:
+        parse_config(doc)
+    assert info.value.errors == [
+        "slos[1].objectives[0].threshold: must be > 0",
+        "probes[0].target: unknown target 'nope'",
+        "slos[2].probe: probe 'p' targets 'nope', not 'chat'",
+        "probes[0].timeout: must be < interval (40s >= 30s)",
+        "slos[2]: needs at least one of objectives, goodput, error_rate",
+    ]
+
+
+def test_references_to_an_invalid_item_are_not_reported_twice() -> None:
+    doc = copy.deepcopy(BASE)
+    doc["targets"][0]["engine"] = "bogus"  # the target is invalid, but it exists: no 'unknown target' noise
+    with pytest.raises(ConfigError) as info:
+        parse_config(doc)
+    assert [e.split(":")[0] for e in info.value.errors] == ["targets[0].engine"]
