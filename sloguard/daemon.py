@@ -5,15 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import platform
 import signal
 import time
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
-
-from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
-from prometheus_client.metrics_core import Metric
 
 from sloguard import __version__
 from sloguard.alerts.service import Alerting
@@ -21,6 +17,7 @@ from sloguard.clock import Clock, SystemClock
 from sloguard.components import Secrets, build_sources, read_secrets
 from sloguard.config.load import ConfigError, load_config
 from sloguard.config.spec import Config
+from sloguard.exporter.selfmetrics import SelfState, self_families
 from sloguard.exporter.server import Endpoints, start_server
 from sloguard.exporter.snapshot import Snapshot
 from sloguard.exporter.webconfig import load_web_config
@@ -61,6 +58,9 @@ class Daemon:
         self._tasks: list[asyncio.Task[None]] = []
         self._reload_lock = asyncio.Lock()
         self._closing: list[asyncio.Task[None]] = []
+        self.eval_seconds = 0.0
+        self.worker_restarts = 0
+        self._worker_restarted_at = 0.0
 
     def _build(self, cfg: Config) -> tuple[Secrets, list[Source]]:
         secrets = read_secrets(cfg)
@@ -83,9 +83,9 @@ class Daemon:
         self.server_windows = ServerWindows(max_age=max(server_horizon, 900.0))
         self.probe_metrics = ProbeMetrics()
         self.history = ProbeHistory(cfg.probe_settings.history_size)
-        jobs = jobs_from_config(cfg, secrets.targets)
-        self.probe_metrics.expect([j.name for j in jobs])
-        self.worker = ProbeWorker(jobs)
+        self.jobs = jobs_from_config(cfg, secrets.targets)
+        self.probe_metrics.expect([j.name for j in self.jobs])
+        self.worker = ProbeWorker(self.jobs)
         self.worker.start()
         self.alerting = Alerting(cfg, self.store, self.clock, secrets.notifiers)
         self.runner = SourceRunner(self.snapshot, self._on_output, self.clock)
@@ -131,9 +131,21 @@ class Daemon:
                 log.exception("alert delivery loop crashed; restarting in 1s")
                 await asyncio.sleep(1.0)
 
+    def _supervise_worker(self) -> None:
+        """Restart a dead probe process (at most every 5 s), keeping its schedules; counted and logged."""
+        if self.worker.alive() or self.stopping.is_set() or time.monotonic() - self._worker_restarted_at < 5.0:
+            return
+        log.error("probe process died; restarting it", extra={"restarts": self.worker_restarts + 1})
+        self.worker.stop(0.5)
+        self.worker = ProbeWorker(self.jobs)
+        self.worker.start()
+        self.worker_restarts += 1
+        self._worker_restarted_at = time.monotonic()
+
     def drain_probes(self) -> None:
         """Move probe results from the probe process into the store, metrics, history and SLO windows."""
         results = self.worker.drain()
+        self._supervise_worker()
         self.probe_metrics.set_overhead(self.worker.overhead_seconds)
         if not results:
             return
@@ -162,29 +174,11 @@ class Daemon:
         self.store.prune(self.cfg.probe_settings.retention)
 
     def _publish_self(self) -> None:
-        self.snapshot.put("self", self.self_families())
+        self.snapshot.put("self", self_families(self._self_state()))
 
-    def self_families(self) -> list[Metric]:
-        """Return sloguard's own series: build info, reload state, evaluation and render cost."""
-        info = InfoMetricFamily("sloguard_build", "sloguard version and runtime (constant).")
-        info.add_metric([], {"version": __version__, "python": platform.python_version()})
-        fams: list[Metric] = [info]
-        for name, doc, value in (
-            ("sloguard_config_last_reload_successful", "1 if the last config (re)load succeeded.", self.reload_ok),
-            ("sloguard_config_last_reload_success_timestamp_seconds", "Unix time of the last good load.",
-             self.reload_ts),
-            ("sloguard_evaluation_duration_seconds", "Duration of the last evaluation cycle.",
-             getattr(self, "eval_seconds", 0.0)),
-            ("sloguard_exposition_render_seconds", "Duration of the last /metrics render (cached per change).",
-             self.snapshot.last_render_seconds),
-            ("sloguard_probe_worker_up", "1 while the probe process is alive.",
-             1.0 if self.worker.alive() else 0.0),
-            ("sloguard_start_time_seconds", "Unix time the daemon started.", self.started),
-        ):
-            g = GaugeMetricFamily(name, doc)
-            g.add_metric([], value)
-            fams.append(g)
-        return fams
+    def _self_state(self) -> SelfState:
+        return SelfState(self.reload_ok == 1.0, self.reload_ts, self.eval_seconds, self.snapshot.last_render_seconds,
+                         self.worker.alive(), self.worker_restarts, self.started)
 
     async def reload(self) -> bool:
         """Build the new config completely, then swap; on any error keep the old one and return False."""
@@ -210,6 +204,7 @@ class Daemon:
         setup_logging(cfg.log.format, cfg.log.level)
         old = self.runner.replace(sources)
         self._closing = [asyncio.create_task(_quietly(src.close())) for src in old]
+        self.jobs = jobs
         self.worker.update(jobs)
         self.probe_metrics.expect([j.name for j in jobs])
         self.slo.reconfigure(slos)

@@ -143,6 +143,20 @@ def test_sigterm_exits_zero_within_ten_seconds(tmp: Path, sim: Proc) -> None:
     assert time.monotonic() - start < 10
 
 
+def test_a_killed_probe_process_is_restarted(daemon: Proc) -> None:
+    import psutil
+
+    workers = [c for c in psutil.Process(daemon.popen.pid).children() if "spawn_main" in " ".join(c.cmdline())]
+    assert len(workers) == 1, [c.cmdline() for c in psutil.Process(daemon.popen.pid).children()]
+    before = metric_value(_metrics(daemon), "sloguard_probe_requests_total") or 0.0
+    workers[0].kill()
+    wait_until(lambda: metric_value(_metrics(daemon), "sloguard_probe_worker_restarts_total") == 1.0, 20,
+               "the probe process restarted")
+    wait_until(lambda: (metric_value(_metrics(daemon), "sloguard_probe_requests_total") or 0.0) > before, 20,
+               "probe results again after the restart")
+    assert metric_value(_metrics(daemon), "sloguard_probe_worker_up") == 1.0
+
+
 def test_daemon_process_never_loads_torch(daemon: Proc) -> None:
     maps = Path(f"/proc/{daemon.popen.pid}/maps").read_text()
     assert "torch" not in maps, "torch must run only in the canary subprocess"
