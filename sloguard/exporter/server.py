@@ -42,58 +42,65 @@ def _wants_openmetrics(request: web.Request) -> bool:
     return "application/openmetrics-text" in request.headers.get("Accept", "")
 
 
-def build_app(ep: Endpoints, web_config: WebConfig) -> web.Application:
-    """Return the aiohttp application; basic auth (bcrypt) guards every path when users are configured."""
+class _Handlers:
+    """Request handlers over the daemon's Endpoints; none of them does source I/O."""
+
+    def __init__(self, ep: Endpoints, web_config: WebConfig) -> None:
+        self.ep, self.web_config = ep, web_config
 
     @web.middleware
-    async def auth(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
-                   ) -> web.StreamResponse:
-        if web_config.auth_required:
-            ok = await asyncio.to_thread(web_config.check_header, request.headers.get("Authorization"))
+    async def auth(self, request: web.Request,
+                   handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+        if self.web_config.auth_required:
+            ok = await asyncio.to_thread(self.web_config.check_header, request.headers.get("Authorization"))
             if not ok:
                 # Same answer for unknown users and wrong passwords: nothing to learn about who exists.
                 return web.Response(status=401, text="Unauthorized\n",
                                     headers={"WWW-Authenticate": 'Basic realm="sloguard"'})
         return await handler(request)
 
-    async def metrics(request: web.Request) -> web.Response:
+    async def metrics(self, request: web.Request) -> web.Response:
         om = _wants_openmetrics(request)
-        body = ep.snapshot.render(openmetrics_format=om)
+        body = self.ep.snapshot.render(openmetrics_format=om)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_OM if om else CONTENT_TYPE_TEXT})
 
-    async def healthy(_: web.Request) -> web.Response:
+    async def healthy(self, _: web.Request) -> web.Response:
         return web.Response(text="sloguard is healthy.\n")
 
-    async def ready(_: web.Request) -> web.Response:
-        if ep.ready():
+    async def ready(self, _: web.Request) -> web.Response:
+        if self.ep.ready():
             return web.Response(text="sloguard is ready.\n")
         return web.Response(status=503, text="sloguard is not ready: first evaluation pending.\n")
 
-    async def reload(_: web.Request) -> web.Response:
-        if await ep.reload():
+    async def reload(self, _: web.Request) -> web.Response:
+        if await self.ep.reload():
             return web.Response(text="config reloaded\n")
         return web.Response(status=500, text="config reload failed: old config still active; see the log\n")
 
-    async def landing(_: web.Request) -> web.Response:
+    async def landing(self, _: web.Request) -> web.Response:
         return web.Response(text=_LANDING.format(version=__version__), content_type="text/html")
 
-    def provider(name: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+    def provider(self, name: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def handler(_: web.Request) -> web.Response:
-            fn = ep.json_providers.get(name)
+            fn = self.ep.json_providers.get(name)
             if fn is None:
                 return web.json_response({"error": f"{name} not enabled"}, status=404)
             return web.Response(text=json.dumps(fn(), default=str, indent=1), content_type="application/json")
         return handler
 
-    app = web.Application(middlewares=[auth])
-    app.router.add_get("/", landing)
-    app.router.add_get("/metrics", metrics)
-    app.router.add_get("/-/healthy", healthy)
-    app.router.add_get("/-/ready", ready)
-    app.router.add_post("/-/reload", reload)
-    app.router.add_put("/-/reload", reload)
+
+def build_app(ep: Endpoints, web_config: WebConfig) -> web.Application:
+    """Return the aiohttp application; basic auth (bcrypt) guards every path when users are configured."""
+    h = _Handlers(ep, web_config)
+    app = web.Application(middlewares=[h.auth])
+    app.router.add_get("/", h.landing)
+    app.router.add_get("/metrics", h.metrics)
+    app.router.add_get("/-/healthy", h.healthy)
+    app.router.add_get("/-/ready", h.ready)
+    app.router.add_post("/-/reload", h.reload)
+    app.router.add_put("/-/reload", h.reload)
     for name, path in (("slos", "/api/v1/slos"), ("probes", "/debug/probes"), ("alerts", "/debug/alerts")):
-        app.router.add_get(path, provider(name))
+        app.router.add_get(path, h.provider(name))
     return app
 
 

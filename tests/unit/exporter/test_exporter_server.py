@@ -1,0 +1,50 @@
+"""HTTP surface: readiness follows the first evaluation, reload reports failure, OpenMetrics on request."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp.test_utils import TestClient, TestServer
+from prometheus_client.core import GaugeMetricFamily
+
+from sloguard.exporter.server import CONTENT_TYPE_OM, CONTENT_TYPE_TEXT, Endpoints, build_app, parse_listen
+from sloguard.exporter.snapshot import Snapshot
+from sloguard.exporter.webconfig import WebConfig
+
+
+def test_endpoints() -> None:
+    state = {"ready": False, "reload_ok": False}
+
+    async def reload() -> bool:
+        return state["reload_ok"]
+
+    snap = Snapshot()
+    g = GaugeMetricFamily("sloguard_x", "doc")
+    g.add_metric([], 1)
+    snap.put("a", [g])
+    ep = Endpoints(snap, reload, lambda: state["ready"], {"slos": lambda: {"slos": []}})
+
+    async def scenario() -> None:
+        async with TestClient(TestServer(build_app(ep, WebConfig()))) as c:
+            assert (await c.get("/-/healthy")).status == 200
+            assert (await c.get("/-/ready")).status == 503
+            state["ready"] = True
+            assert (await c.get("/-/ready")).status == 200
+            assert (await c.post("/-/reload")).status == 500
+            state["reload_ok"] = True
+            assert (await c.post("/-/reload")).status == 200
+            r = await c.get("/metrics")
+            assert r.headers["Content-Type"] == CONTENT_TYPE_TEXT and "sloguard_x 1.0" in await r.text()
+            r = await c.get("/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0"})
+            assert r.headers["Content-Type"] == CONTENT_TYPE_OM and (await r.text()).endswith("# EOF\n")
+            assert await (await c.get("/api/v1/slos")).json() == {"slos": []}
+            assert (await c.get("/debug/alerts")).status == 404
+            assert "/metrics" in await (await c.get("/")).text()
+
+    asyncio.run(scenario())
+
+
+def test_parse_listen() -> None:
+    assert parse_listen(":9478") == ("0.0.0.0", 9478)
+    assert parse_listen("127.0.0.1:0") == ("127.0.0.1", 0)
+    assert parse_listen("[::1]:9478") == ("::1", 9478)
