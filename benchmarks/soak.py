@@ -16,9 +16,9 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from support.procs import free_port, http_get, metric_value, simulator, start_daemon, wait_until  # noqa: E402
+from support.procs import free_port, http_get, metric_value, simulator, start_daemon, wait_until
 
-from sloguard.demo import demo_config  # noqa: E402
+from sloguard.demo import demo_config
 
 
 def main() -> int:
