@@ -133,6 +133,27 @@ def render_status(api: Any) -> str:
     return "\n".join(lines) or "(waiting for the first evaluation)"
 
 
+def _status_loop(base: str, duration: float, daemon: subprocess.Popen[bytes], stop: dict[str, bool]) -> None:
+    end = time.monotonic() + duration if duration else float("inf")
+    while not stop["now"] and time.monotonic() < end and daemon.poll() is None:
+        try:
+            print(time.strftime("%H:%M:%S"), render_status(_get_json(f"{base}/api/v1/slos")), sep="\n", flush=True)
+        except OSError as exc:
+            print(f"status unavailable: {exc}", flush=True)
+        time.sleep(min(5.0, max(0.0, end - time.monotonic())))
+
+
+def _stop_all(*procs: subprocess.Popen[bytes]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=12)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def main(argv: list[str]) -> int:
     """Run the demo until --duration elapses or Ctrl-C; return 0 when both processes ran."""
     ap = argparse.ArgumentParser(prog="sloguard demo")
@@ -142,16 +163,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--state-dir", default="", help="default: a temporary directory")
     args = ap.parse_args(argv)
     sim_port = args.sim_port or free_port()
-    state = args.state_dir or tempfile.mkdtemp(prefix="sloguard-demo-")
-    cfg_path = Path(state) / "demo.yaml"
-    Path(state).mkdir(parents=True, exist_ok=True)
-    cfg_path.write_text(demo_config(sim_port, args.listen, state))
+    state = Path(args.state_dir or tempfile.mkdtemp(prefix="sloguard-demo-"))
+    state.mkdir(parents=True, exist_ok=True)
+    cfg_path = state / "demo.yaml"
+    cfg_path.write_text(demo_config(sim_port, args.listen, str(state)))
     py = sys.executable
     sim = subprocess.Popen([py, "-m", "sloguard", "sim", "--listen", f"127.0.0.1:{sim_port}", "--seed", "1"],
                            stdout=subprocess.DEVNULL)
     daemon = subprocess.Popen([py, "-m", "sloguard", "run", "-c", str(cfg_path)])
-    base = f"http://{args.listen}"
-    stop = {"now": False}
+    base, stop = f"http://{args.listen}", {"now": False}
     signal.signal(signal.SIGINT, lambda *_: stop.update(now=True))
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
     try:
@@ -161,21 +181,7 @@ def main(argv: list[str]) -> int:
         print(f"\nsimulator: http://127.0.0.1:{sim_port}  (faults: POST /sim/faults)\n"
               f"sloguard:  {base}/metrics  {base}/api/v1/slos  {base}/debug/probes\n"
               f"config:    {cfg_path}\n", flush=True)
-        end = time.monotonic() + args.duration if args.duration else float("inf")
-        while not stop["now"] and time.monotonic() < end and daemon.poll() is None:
-            try:
-                print(time.strftime("%H:%M:%S"), render_status(_get_json(f"{base}/api/v1/slos")), sep="\n",
-                      flush=True)
-            except OSError as exc:
-                print(f"status unavailable: {exc}", flush=True)
-            time.sleep(min(5.0, max(0.0, end - time.monotonic())))
+        _status_loop(base, args.duration, daemon, stop)
         return 0 if daemon.poll() is None else 1
     finally:
-        for proc in (daemon, sim):
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in (daemon, sim):
-            try:
-                proc.wait(timeout=12)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        _stop_all(daemon, sim)
