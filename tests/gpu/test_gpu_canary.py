@@ -10,7 +10,8 @@ import pytest
 
 from sloguard.clock import FakeClock
 from sloguard.config.spec import CanarySpec
-from sloguard.probes.canary import WORKER, CanarySource, _worker_env, canary_families, stop_gracefully
+from sloguard.probes.canary import WORKER, CanarySource, _worker_env, stop_gracefully
+from sloguard.probes.canary_verdict import canary_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "sources"))
 from nvml_fake import promtool_check

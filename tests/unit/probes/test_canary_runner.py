@@ -14,7 +14,8 @@ import pytest
 from sloguard.clock import FakeClock
 from sloguard.config.spec import CanarySpec
 from sloguard.probes import canary
-from sloguard.probes.canary import BASELINE_FILE, CanarySource, judge, stop_gracefully
+from sloguard.probes.canary import BASELINE_FILE, CanarySource, stop_gracefully
+from sloguard.probes.canary_verdict import judge
 from sloguard.probes.gpu_specs import lookup
 from sloguard.sources.base import SourceError
 
