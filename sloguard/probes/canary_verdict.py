@@ -15,8 +15,8 @@ from typing import Any
 
 from prometheus_client.metrics_core import Metric
 
+from sloguard.exporter.families import Families
 from sloguard.probes.gpu_specs import GPUPeak
-from sloguard.sources.nvml import Families
 
 log = logging.getLogger("sloguard.canary")
 BASELINE_FLOOR = 0.90
