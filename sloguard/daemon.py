@@ -23,10 +23,9 @@ from sloguard.exporter.snapshot import Snapshot
 from sloguard.exporter.webconfig import load_web_config
 from sloguard.log import setup_logging
 from sloguard.model import ServerView
+from sloguard.notify import Notifier
 from sloguard.probes import jobs_from_config
-from sloguard.probes.history import ProbeHistory
-from sloguard.probes.metrics import ProbeMetrics
-from sloguard.probes.worker import ProbeWorker
+from sloguard.probes.feed import ProbeFeed
 from sloguard.slo.engine import SLOEngine
 from sloguard.slo.model import slos_from_config
 from sloguard.sources.base import Source, SourceOutput
@@ -59,8 +58,8 @@ class Daemon:
         self._reload_lock = asyncio.Lock()
         self._closing: list[asyncio.Task[None]] = []
         self.eval_seconds = 0.0
-        self.worker_restarts = 0
-        self._worker_restarted_at = 0.0
+        self.last_eval_mono = time.monotonic()
+        self.notify = Notifier()
 
     def _build(self, cfg: Config) -> tuple[Secrets, list[Source]]:
         secrets = read_secrets(cfg)
@@ -81,12 +80,8 @@ class Daemon:
         # History only as long as a server-side SLO needs it: each series keeps thinned snapshots.
         server_horizon = max((s.window for s in slos if s.source == "server"), default=900.0)
         self.server_windows = ServerWindows(max_age=max(server_horizon, 900.0))
-        self.probe_metrics = ProbeMetrics()
-        self.history = ProbeHistory(cfg.probe_settings.history_size)
-        self.jobs = jobs_from_config(cfg, secrets.targets)
-        self.probe_metrics.expect([j.name for j in self.jobs])
-        self.worker = ProbeWorker(self.jobs)
-        self.worker.start()
+        self.probes = ProbeFeed(jobs_from_config(cfg, secrets.targets), cfg.probe_settings.history_size)
+        self.probes.start()
         self.alerting = Alerting(cfg, self.store, self.clock, secrets.notifiers)
         self.runner = SourceRunner(self.snapshot, self._on_output, self.clock)
         self.runner.start(sources)
@@ -94,7 +89,7 @@ class Daemon:
         self._publish_self()
         ep = Endpoints(self.snapshot, self.reload, lambda: self.evaluated, {
             "slos": lambda: self.slo.api_json(self.statuses),
-            "probes": self.history.snapshot,
+            "probes": self.probes.history.snapshot,
             "alerts": self.alerting.debug_json,
         })
         self.statuses: list[Any] = []
@@ -102,7 +97,7 @@ class Daemon:
         for coro in (self._loop(self.cfg.evaluation_interval, self.evaluate, first=0.5),
                      self._loop(DRAIN_INTERVAL, self.drain_probes),
                      self._loop(PRUNE_INTERVAL, self._prune),
-                     self._alert_delivery()):
+                     self._alert_delivery(), self._watchdog()):
             self._tasks.append(asyncio.create_task(coro))
         log.info("sloguard started", extra={"version": __version__, "listen": self.listen_override or cfg.listen,
                                             "port": self.port, "sources": len(sources),
@@ -121,6 +116,16 @@ class Daemon:
                 log.exception("periodic step failed", extra={"step": getattr(step, "__name__", "?")})
             await asyncio.sleep(interval)
 
+    async def _watchdog(self) -> None:
+        """Feed systemd's watchdog only while evaluations keep completing, so a wedged daemon is restarted."""
+        if self.notify.watchdog is None:
+            return
+        while not self.stopping.is_set():
+            stale_after = max(3 * self.cfg.evaluation_interval, self.notify.watchdog)
+            if time.monotonic() - self.last_eval_mono < stale_after:
+                self.notify.ping()
+            await asyncio.sleep(self.notify.watchdog / 2)
+
     async def _alert_delivery(self) -> None:
         while not self.stopping.is_set():
             try:
@@ -131,29 +136,12 @@ class Daemon:
                 log.exception("alert delivery loop crashed; restarting in 1s")
                 await asyncio.sleep(1.0)
 
-    def _supervise_worker(self) -> None:
-        """Restart a dead probe process (at most every 5 s), keeping its schedules; counted and logged."""
-        if self.worker.alive() or self.stopping.is_set() or time.monotonic() - self._worker_restarted_at < 5.0:
-            return
-        log.error("probe process died; restarting it", extra={"restarts": self.worker_restarts + 1})
-        self.worker.stop(0.5)
-        self.worker = ProbeWorker(self.jobs)
-        self.worker.start()
-        self.worker_restarts += 1
-        self._worker_restarted_at = time.monotonic()
-
     def drain_probes(self) -> None:
-        """Move probe results from the probe process into the store, metrics, history and SLO windows."""
-        results = self.worker.drain()
-        self._supervise_worker()
-        self.probe_metrics.set_overhead(self.worker.overhead_seconds)
-        if not results:
-            return
-        self.store.add_probe_results(results)
-        for r in results:
-            self.probe_metrics.observe(r)
-            self.history.add(r)
-        self.slo.add_probe_results(results)
+        """Move probe results from the probe process into the store and the SLO windows."""
+        results = self.probes.drain(supervise=not self.stopping.is_set())
+        if results:
+            self.store.add_probe_results(results)
+            self.slo.add_probe_results(results)
 
     def evaluate(self) -> None:
         """Evaluate SLOs and alerts and publish the snapshot; the exporter serves it until the next cycle."""
@@ -163,10 +151,13 @@ class Daemon:
         self.statuses = self.slo.evaluate(now, self.server_windows)
         self.snapshot.put("slo", self.slo.families(self.statuses))
         self.snapshot.put("server", self.server_windows.families(now))
-        self.snapshot.put("probes", self.probe_metrics.families(now))
+        self.snapshot.put("probes", self.probes.metrics.families(now))
         self.alerting.evaluate(self.snapshot.samples(), now)
         self.snapshot.put("alerts", self.alerting.families(now))
         self.eval_seconds = time.perf_counter() - start
+        self.last_eval_mono = time.monotonic()
+        if not self.evaluated:
+            self.notify.ready()
         self.evaluated = True
         self._publish_self()
 
@@ -178,11 +169,12 @@ class Daemon:
 
     def _self_state(self) -> SelfState:
         return SelfState(self.reload_ok == 1.0, self.reload_ts, self.eval_seconds, self.snapshot.last_render_seconds,
-                         self.worker.alive(), self.worker_restarts, self.started)
+                         self.probes.alive(), self.probes.restarts, self.started)
 
     async def reload(self) -> bool:
         """Build the new config completely, then swap; on any error keep the old one and return False."""
         async with self._reload_lock:
+            self.notify.reloading()
             try:
                 cfg = load_config(self.config_path)
                 secrets, sources = self._build(cfg)
@@ -194,8 +186,10 @@ class Daemon:
                 self._publish_self()
                 log.error("config reload failed; keeping the running config",
                           extra={"file": self.config_path, "errors": "; ".join(errors)})
+                self.notify.ready()
                 return False
             self._swap(cfg, secrets, sources, slos, jobs)
+            self.notify.ready()
             return True
 
     def _swap(self, cfg: Config, secrets: Secrets, sources: list[Source], slos: Any, jobs: Any) -> None:
@@ -204,9 +198,7 @@ class Daemon:
         setup_logging(cfg.log.format, cfg.log.level)
         old = self.runner.replace(sources)
         self._closing = [asyncio.create_task(_quietly(src.close())) for src in old]
-        self.jobs = jobs
-        self.worker.update(jobs)
-        self.probe_metrics.expect([j.name for j in jobs])
+        self.probes.update(jobs)
         self.slo.reconfigure(slos)
         self.alerting.reconfigure(cfg, secrets.notifiers)
         self.cfg = cfg
@@ -217,8 +209,9 @@ class Daemon:
     async def shutdown(self) -> None:
         """Stop schedules, stop the probe process, flush state and close; bounded well under 10 s."""
         self.stopping.set()
+        self.notify.stopping()
         self.runner.shutdown()
-        await asyncio.to_thread(self.worker.stop, 3.0)
+        await asyncio.to_thread(self.probes.stop, 3.0)
         with contextlib.suppress(Exception):
             self.drain_probes()
         for t in self._tasks:

@@ -19,6 +19,8 @@ EXAMPLE = ROOT / "systemd" / "sloguard.yaml"
 GOOD_RATINGS = ("PERFECT", "SAFE", "OK")  # systemd 252's words, best first; MEDIUM starts at exposure 5.0
 
 REQUIRED = (
+    ("Type", "notify"),  # the daemon implements sd_notify (sloguard/notify.py)
+    ("WatchdogSec", "60s"),
     ("DynamicUser", "yes"),
     ("StateDirectory", "sloguard"),
     ("ConfigurationDirectory", "sloguard"),

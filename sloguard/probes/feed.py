@@ -1,0 +1,68 @@
+"""The daemon's side of the probe process: supervise it and fan its results out to store, metrics and history."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+from sloguard.model import ProbeResult
+from sloguard.probes.history import ProbeHistory
+from sloguard.probes.job import ProbeJob
+from sloguard.probes.metrics import ProbeMetrics
+from sloguard.probes.worker import ProbeWorker
+
+log = logging.getLogger("sloguard.probes")
+RESTART_BACKOFF = 5.0  # seconds between restarts of a probe process that keeps dying
+
+
+class ProbeFeed:
+    """Owns the probe process (restarted within 5 s if it dies) and the probe metrics and history."""
+
+    def __init__(self, jobs: Sequence[ProbeJob], history_size: int) -> None:
+        self.jobs = list(jobs)
+        self.metrics = ProbeMetrics()
+        self.history = ProbeHistory(history_size)
+        self.metrics.expect([j.name for j in self.jobs])
+        self.worker = ProbeWorker(self.jobs)
+        self.restarts = 0
+        self._restarted_at = 0.0
+
+    def start(self) -> None:
+        """Spawn the probe process."""
+        self.worker.start()
+
+    def update(self, jobs: Sequence[ProbeJob]) -> None:
+        """Swap schedules in the running process (reload)."""
+        self.jobs = list(jobs)
+        self.worker.update(self.jobs)
+        self.metrics.expect([j.name for j in self.jobs])
+
+    def drain(self, supervise: bool = True) -> list[ProbeResult]:
+        """Return new results (already recorded in metrics and history); restart a dead process."""
+        results = self.worker.drain()
+        if supervise:
+            self._supervise()
+        self.metrics.set_overhead(self.worker.overhead_seconds)
+        for r in results:
+            self.metrics.observe(r)
+            self.history.add(r)
+        return results
+
+    def _supervise(self) -> None:
+        if self.worker.alive() or time.monotonic() - self._restarted_at < RESTART_BACKOFF:
+            return
+        log.error("probe process died; restarting it", extra={"restarts": self.restarts + 1})
+        self.worker.stop(0.5)
+        self.worker = ProbeWorker(self.jobs)
+        self.worker.start()
+        self.restarts += 1
+        self._restarted_at = time.monotonic()
+
+    def alive(self) -> bool:
+        """Return whether the probe process runs."""
+        return self.worker.alive()
+
+    def stop(self, timeout: float) -> None:
+        """Stop the probe process (SIGTERM after `timeout`)."""
+        self.worker.stop(timeout)
