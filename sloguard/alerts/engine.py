@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -59,17 +59,37 @@ def _by_name(samples: Iterable[Sample]) -> Mapping[str, list[Sample]]:
     return index
 
 
+def _labels_of(rule: Rule, series: Mapping[str, str], value: float) -> Labels:
+    """Return an instance's labels: the series' labels plus the rule's labels, templated as Prometheus does.
+
+    Rule labels may use `{{ $labels.x }}` and `{{ $value }}`; a label holding `{{ $value }}` makes every
+    value change a new alert instance (a new fingerprint), exactly as in Prometheus, so avoid it.
+    """
+    base = {k: v for k, v in series.items() if k != "__name__"}
+    extra = {k: render(v, base, value) for k, v in rule.labels.items()}
+    return tuple(sorted({**base, **extra, "alertname": rule.name}.items()))
+
+
+def _selected(rule: Rule, index: Mapping[str, list[Sample]]) -> list[list[Sample]]:
+    return [[s for s in index.get(e.metric, ()) if e.selects(s.name, s.labels)] for e in rule.exprs]
+
+
 def instances(rule: Rule, index: Mapping[str, list[Sample]]) -> dict[Labels, float]:
     """Return the label sets (with rule labels and alertname) for which the rule's condition holds now."""
-    hits = [[s for s in index.get(e.metric, ()) if e.selects(s.name, s.labels) and e.holds(s.value)]
-            for e in rule.exprs]
-    extra = {**rule.labels, "alertname": rule.name}
+    hits = [[s for s in sel if e.holds(s.value)] for e, sel in zip(rule.exprs, _selected(rule, index), strict=True)]
     if len(rule.exprs) == 1:
-        return {tuple(sorted({**{k: v for k, v in s.labels.items() if k != "__name__"}, **extra}.items())): s.value
-                for s in hits[0]}
+        return {_labels_of(rule, s.labels, s.value): s.value for s in hits[0]}
     if all(hits):
-        return {tuple(sorted(extra.items())): hits[0][0].value}
+        return {_labels_of(rule, {}, hits[0][0].value): hits[0][0].value}
     return {}
+
+
+def present(rule: Rule, index: Mapping[str, list[Sample]]) -> set[Labels]:
+    """Return the instance label sets whose input series exist now, whether or not the condition holds."""
+    selected = _selected(rule, index)
+    if len(rule.exprs) == 1:
+        return {_labels_of(rule, s.labels, s.value) for s in selected[0]}
+    return {_labels_of(rule, {}, selected[0][0].value)} if all(selected) else set()
 
 
 def _annotate(rule: Rule, labels: Labels, value: float) -> Labels:
@@ -95,26 +115,38 @@ def _step_false(rule: Rule, a: Alert, now: float) -> Alert | None:
     return None
 
 
+def _step_rule(rule: Rule, mine: dict[Labels, Alert], index: Mapping[str, list[Sample]], now: float,
+               hold: Collection[str], out: dict[str, Alert], events: list[Transition]) -> None:
+    for labels, value in instances(rule, index).items():
+        old = mine.pop(labels, None)
+        new = _step_true(rule, old, labels, value, now)
+        if new.state == "firing" and (old is None or old.state == "pending"):
+            events.append(Transition("firing", new))
+        out[new.fingerprint] = new
+    seen = present(rule, index) if hold else set()
+    for old in mine.values():
+        if old.fingerprint in hold and old.labels not in seen:
+            out[old.fingerprint] = old  # startup grace: its series may simply not be collected yet
+            continue
+        kept = _step_false(rule, old, now)
+        if kept is not None:
+            out[kept.fingerprint] = kept
+        elif old.state == "firing":
+            events.append(Transition("resolved", replace(old, resolved_at=now)))
+
+
 def evaluate(rules: Sequence[Rule], active: Mapping[str, Alert], samples: Iterable[Sample],
-             now: float) -> tuple[dict[str, Alert], list[Transition]]:
-    """Return the new active alerts (by fingerprint) and the firing/resolved transitions at `now`."""
+             now: float, hold: Collection[str] = ()) -> tuple[dict[str, Alert], list[Transition]]:
+    """Return the new active alerts (by fingerprint) and the firing/resolved transitions at `now`.
+
+    `hold`: fingerprints of alerts to keep unchanged (neither resolved nor advanced) while their input
+    series are absent from `samples` (a restart's startup grace); present series are evaluated normally.
+    """
     index = _by_name(samples)
     out: dict[str, Alert] = {}
     events: list[Transition] = []
     for rule in rules:
-        mine = {a.labels: a for a in active.values() if a.rule == rule.key}
-        for labels, value in instances(rule, index).items():
-            old = mine.pop(labels, None)
-            new = _step_true(rule, old, labels, value, now)
-            if new.state == "firing" and (old is None or old.state == "pending"):
-                events.append(Transition("firing", new))
-            out[new.fingerprint] = new
-        for old in mine.values():
-            kept = _step_false(rule, old, now)
-            if kept is not None:
-                out[kept.fingerprint] = kept
-            elif old.state == "firing":
-                events.append(Transition("resolved", replace(old, resolved_at=now)))
+        _step_rule(rule, {a.labels: a for a in active.values() if a.rule == rule.key}, index, now, hold, out, events)
     keys = {r.key for r in rules}
     # A rule removed by a reload resolves its firing alerts rather than leaving them open downstream.
     events.extend(Transition("resolved", replace(a, resolved_at=now))

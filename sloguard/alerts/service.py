@@ -39,13 +39,24 @@ class Alerting:
     """Rule engine + routing + durable outbox + notifiers; state survives restarts (SQLite)."""
 
     def __init__(self, cfg: Config, store: StoreLike, clock: Clock, secrets: Mapping[str, str],
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, startup_grace: float = 0.0) -> None:
+        """Load persisted alerts and groups, build rules and notifiers.
+
+        `startup_grace` (seconds from construction): while it lasts, alerts restored from the store
+        (pending or firing) whose input series are absent from the evaluated samples are held as they were,
+        neither resolved (no resolved notice, no re-page later) nor advanced, because right after a restart
+        the scrape/NVML/probe series may not exist yet. Restored alerts whose series are present, and all
+        new alerts, are evaluated normally. After the grace an absent series means false, as always.
+        The daemon passes max(2 × the longest source/probe interval, 3 × evaluation_interval).
+        """
         self.clock = clock
         self.lock: threading.RLock = getattr(store, "lock", None) or threading.RLock()
         self.conn = store.conn
         with self.lock:
             self.state = AlertState(self.conn)
             self.active, self.groups = self.state.load()
+        self._grace_until = clock.now() + startup_grace
+        self._restored = frozenset(self.active)
         self.outbox = Outbox(self.conn, self.lock, rng)
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -68,7 +79,8 @@ class Alerting:
     def evaluate(self, samples: Sequence[Sample], now: float) -> None:
         """Step every rule at `now`, route, and commit new state and notifications in one transaction."""
         with self.lock:
-            active, events = engine.evaluate(self.rules, self.active, [*samples, *self._own_samples(now)], now)
+            hold = self._restored if now < self._grace_until else frozenset()
+            active, events = engine.evaluate(self.rules, self.active, [*samples, *self._own_samples(now)], now, hold)
             firing = [a for a in active.values() if a.state == "firing"]
             groups, notes = route(list(self.specs.values()), self.groups, firing, now)
             with self.conn:

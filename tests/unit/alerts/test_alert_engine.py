@@ -73,3 +73,22 @@ def test_removed_rule_resolves_its_firing_alerts() -> None:
     active, _ = engine.evaluate([rule()], {}, [Sample("m", {}, 2.0)], 0.0)
     active, events = engine.evaluate([], active, [Sample("m", {}, 2.0)], 15.0)
     assert active == {} and [e.kind for e in events] == ["resolved"]
+
+
+@pytest.mark.parametrize(("labels", "values", "expected", "instances"), [
+    ({"team": "{{ $labels.inst }}-oncall"}, [2.0, 3.0], {"team": "a-oncall"}, 1),
+    ({"level": '{{ $value | printf "%.0f" }}'}, [2.0], {"level": "2"}, 1),
+    # A label holding $value is a new instance per value change: Prometheus behaves the same.
+    ({"level": "{{ $value }}"}, [2.0, 3.0], {"level": "3"}, 2),
+    ({"severity": "page"}, [2.0], {"severity": "page"}, 1),
+])
+def test_labels_are_templated_before_fingerprinting(labels: dict[str, str], values: list[float],
+                                                    expected: dict[str, str], instances: int) -> None:
+    r = Rule("High", (parse_expr("m > 1"),), labels=labels)
+    active: dict[str, Alert] = {}
+    seen: set[str] = set()
+    for i, v in enumerate(values):
+        active, _ = engine.evaluate([r], active, [Sample("m", {"inst": "a"}, v)], i * 15.0)
+        seen.update(active)
+    (alert,) = active.values()
+    assert {k: dict(alert.labels)[k] for k in expected} == expected and len(seen) == instances

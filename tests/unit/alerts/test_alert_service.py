@@ -46,17 +46,18 @@ def fake_notifier(monkeypatch: pytest.MonkeyPatch) -> None:
     FakeNotifier.script, FakeNotifier.sent = [], []
 
 
-def config(for_: str = "0s", max_age: str = "10m") -> Config:
+def config(for_: str = "0s", max_age: str = "10m", group_interval: str = "5m") -> Config:
     return Config.model_validate({
         "version": "sloguard/v1",
         "alerts": [{"name": "High", "expr": "m > 1", "for": for_, "severity": "page", "summary": "{{ $value }}"}],
         "notifiers": [{"name": "hook", "type": "webhook", "url": "http://127.0.0.1:9/x", "group_wait": "0s",
-                       "max_delivery_age": max_age}],
+                       "max_delivery_age": max_age, "group_interval": group_interval}],
     })
 
 
-def make(tmp_path: Path, clock: FakeClock, cfg: Config | None = None) -> Alerting:
-    return Alerting(cfg or config(), Store(tmp_path / "s.db", clock), clock, {}, rng=random.Random(1))
+def make(tmp_path: Path, clock: FakeClock, cfg: Config | None = None, grace: float = 0.0) -> Alerting:
+    return Alerting(cfg or config(), Store(tmp_path / "s.db", clock), clock, {}, rng=random.Random(1),
+                    startup_grace=grace)
 
 
 def counts(svc: Alerting) -> dict[str, float]:
@@ -76,6 +77,30 @@ def test_restart_neither_repages_nor_loses_pending(tmp_path: Path) -> None:
     asyncio.run(again.deliver_due())
     assert len(FakeNotifier.sent) == 1 and again.outbox.pending() == {}
     assert [a["state"] for a in again.debug_json()["active"]] == ["firing"]  # type: ignore[index]
+
+
+# After a restart with a 60 s grace: (seconds after the restart, samples) per evaluation -> statuses sent.
+@pytest.mark.parametrize(("grace", "steps", "sent"), [
+    (60.0, [(0.5, []), (30.0, [])], ["firing"]),                    # series not collected yet: held
+    (60.0, [(0.5, []), (60.0, [])], ["firing", "resolved"]),         # grace over, still absent: resolved
+    (60.0, [(0.5, HIGH), (30.0, HIGH), (90.0, HIGH)], ["firing"]),   # present at restart: no re-page
+    (60.0, [(0.5, [Sample("m", {"inst": "a"}, 0.0)])], ["firing", "resolved"]),  # present and false
+    (0.0, [(0.5, [])], ["firing", "resolved"]),                      # no grace: absent means false
+])
+def test_startup_grace_holds_restored_alerts_whose_series_are_absent(
+        tmp_path: Path, grace: float, steps: list[tuple[float, list[Sample]]], sent: list[str]) -> None:
+    clock, cfg = FakeClock(1000.0), config(group_interval="1s")
+    svc = make(tmp_path, clock, cfg)
+    svc.evaluate(HIGH, clock.now())
+    asyncio.run(svc.deliver_due())
+    restart = clock.now() + 15
+    clock.advance(15)
+    again = make(tmp_path, clock, cfg, grace=grace)
+    for at, samples in steps:
+        clock.advance(restart + at - clock.now())
+        again.evaluate(samples, clock.now())
+        asyncio.run(again.deliver_due())
+    assert [n.status for n in FakeNotifier.sent] == sent
 
 
 def test_pending_since_survives_restart(tmp_path: Path) -> None:
