@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 from sloguard.clock import Clock, SystemClock
 from sloguard.model import ProbeResult
@@ -51,6 +52,21 @@ class Store:
             rows = self.conn.execute(sql + " ORDER BY ts", args).fetchall()
         return [_result(row) for row in rows]
 
+    def iter_probe_results(self, since: float, batch: int = 5000) -> Iterator[ProbeResult]:
+        """Yield results with `ts >= since`, oldest first, `batch` rows at a time (memory stays O(batch)).
+
+        Reads through its own connection: a WAL snapshot taken at the first row, so writers are neither
+        blocked nor seen mid-way, and `lock` is not held between batches. Closed when exhausted or discarded.
+        """
+        conn = sqlite3.connect(self.path)
+        try:
+            cur = conn.execute(f"SELECT {', '.join(PROBE_COLUMNS)} FROM probe_results WHERE ts >= ? ORDER BY ts",
+                               (since,))
+            while rows := cur.fetchmany(batch):
+                yield from map(_result, rows)
+        finally:
+            conn.close()
+
     def prune(self, retention: float) -> int:
         """Delete probe results older than `retention` seconds; return how many were deleted."""
         with self.lock, self.conn:
@@ -64,7 +80,10 @@ class Store:
             self.conn.close()
 
 
-def _result(row: Sequence[object]) -> ProbeResult:
-    values = dict(zip(PROBE_COLUMNS, row, strict=True))
-    values["ok"] = bool(values["ok"])
-    return ProbeResult(**values)  # type: ignore[arg-type]
+_OK = PROBE_COLUMNS.index("ok")
+if tuple(f.name for f in fields(ProbeResult))[-1] != "itls_s":  # _result builds ProbeResults positionally
+    raise ImportError("ProbeResult.itls_s must stay the last field")
+
+
+def _result(row: Sequence[Any]) -> ProbeResult:
+    return ProbeResult(*row[:_OK], bool(row[_OK]), *row[_OK + 1 :])  # type: ignore[call-arg]

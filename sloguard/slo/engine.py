@@ -40,8 +40,12 @@ class SLOEngine:
         self._add(results, count=True)
 
     def rebuild(self, results: Iterable[ProbeResult]) -> None:
-        """Refill windows from stored results (oldest first) so a restart keeps the error budget."""
-        self._add(sorted(results, key=lambda r: r.ts), count=False)
+        """Refill windows from stored results so a restart keeps the error budget; counters stay untouched.
+
+        Streams `results` once without materialising them (pass `Store.iter_probe_results`); give them oldest
+        first, as the store's ORDER BY ts does (out-of-order rows are still placed right, only slower).
+        """
+        self._add(results, count=False)
 
     def evaluate(self, now: float, server: ServerWindowsLike | None = None) -> list[SLOStatus]:
         """Return every SLO's status at `now`, forgetting what left the windows."""

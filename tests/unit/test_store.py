@@ -6,6 +6,8 @@ import dataclasses
 import threading
 from pathlib import Path
 
+import pytest
+
 from sloguard.clock import FakeClock
 from sloguard.model import ProbeResult
 from sloguard.store import Store
@@ -49,3 +51,25 @@ def test_survives_reopen_and_threads(tmp_path: Path) -> None:
     again = Store(tmp_path / "s.db")
     assert len(again.probe_results_since(0)) == 20
     again.close()
+
+
+@pytest.mark.parametrize("batch", [1, 2, 3, 7, 5000])
+def test_iter_probe_results_streams_in_ts_order_across_batches(tmp_path: Path, batch: int) -> None:
+    store = Store(tmp_path / "s.db", FakeClock())
+    store.add_probe_results([result(ts) for ts in (50, 10, 40, 20, 30, 60, 5)])
+    got = store.iter_probe_results(15, batch=batch)
+    assert not isinstance(got, list)
+    assert [r.ts for r in got] == [20, 30, 40, 50, 60]
+    assert list(store.iter_probe_results(15, batch=batch)) == store.probe_results_since(15)
+    store.close()
+
+
+def test_iter_probe_results_does_not_block_writers(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db", FakeClock())
+    store.add_probe_results([result(ts) for ts in range(10)])
+    it = store.iter_probe_results(0, batch=2)
+    assert next(it).ts == 0
+    store.add_probe_results([result(100)])  # a write mid-iteration neither deadlocks nor fails
+    assert [r.ts for r in it] == list(range(1, 10))  # the reader's snapshot predates the write
+    assert store.probe_results_since(100)[0].ts == 100
+    store.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from sloguard.model import ProbeResult
 from sloguard.slo import cli
 from sloguard.slo.engine import SLOEngine
 from sloguard.slo.model import SLO, Goodput, Objective
+from sloguard.store import Store
 
 NOW = 2_000_000.0
 SLOS = (
@@ -53,6 +55,32 @@ def test_restart_keeps_error_budget() -> None:
     budgets = [(s.error_budget_remaining, s.windows) for s in before.evaluate(NOW)]
     assert budgets == [(s.error_budget_remaining, s.windows) for s in after.evaluate(NOW)]
     assert budgets[0][0] == pytest.approx(1 - 0.25 / 0.1)
+
+
+def test_rebuild_streams_without_materialising() -> None:
+    class Stop(Exception):
+        pass
+
+    def interrupted() -> Iterator[ProbeResult]:
+        yield from reversed(_results()[:50])  # oldest first, as the store's ORDER BY ts gives them
+        raise Stop
+
+    engine = SLOEngine(SLOS, FakeClock(NOW))
+    with pytest.raises(Stop):
+        engine.rebuild(interrupted())
+    assert engine.windows("a")[""].view(1e9, NOW).total == 50  # consumed one by one, not list()ed first
+
+
+def test_restart_from_store_keeps_error_budget(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db", FakeClock(NOW))
+    store.add_probe_results(_results())
+    before = SLOEngine(SLOS, FakeClock(NOW))
+    before.add_probe_results(_results())
+    after = SLOEngine(SLOS, FakeClock(NOW))
+    after.rebuild(store.iter_probe_results(NOW - max(s.window for s in SLOS), batch=7))
+    assert [(s.error_budget_remaining, s.windows) for s in before.evaluate(NOW)] == [
+        (s.error_budget_remaining, s.windows) for s in after.evaluate(NOW)]
+    store.close()
 
 
 def test_reconfigure_keeps_windows_of_same_definition() -> None:
