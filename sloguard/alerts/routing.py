@@ -41,10 +41,16 @@ def matches(spec: NotifierSpec, labels: Mapping[str, str]) -> bool:
     return all(labels.get(k) in vs for k, vs in spec.match.items())
 
 
+def am_group_key(notifier: str) -> str:
+    """Return the key of an Alertmanager notifier's single group (keys are global across notifiers)."""
+    return f"{notifier}/all"
+
+
 def _group_of(spec: NotifierSpec, alert: Alert) -> tuple[str, Labels]:
     labels = dict(alert.labels)
     if isinstance(spec, AlertmanagerNotifierSpec):
-        return "all", ()  # Alertmanager groups by itself: send everything, every resend_interval
+        # Alertmanager groups by itself: send everything, every resend_interval; one group per notifier.
+        return am_group_key(spec.name), ()
     glabels = tuple((k, labels.get(k, "")) for k in sorted(spec.group_by))
     digest = hashlib.sha256(repr(glabels).encode()).hexdigest()[:12]
     return f"{spec.name}/{digest}", glabels

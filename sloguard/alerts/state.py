@@ -9,7 +9,7 @@ from dataclasses import asdict
 from typing import Any
 
 from sloguard.alerts.engine import Alert, Labels
-from sloguard.alerts.routing import Group, Notification
+from sloguard.alerts.routing import Group, Notification, am_group_key
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS alert_active (fingerprint TEXT PRIMARY KEY, data TEXT NOT NULL);
@@ -40,7 +40,9 @@ def group_to_dict(g: Group) -> dict[str, Any]:
 
 def group_from_dict(d: Mapping[str, Any]) -> Group:
     """Return the group a dict from group_to_dict describes."""
-    return Group(d["notifier"], d["key"], _labels(d["labels"]),
+    # Before groups were keyed per notifier, every Alertmanager group was "all": migrate on load.
+    key = am_group_key(d["notifier"]) if d["key"] == "all" else d["key"]
+    return Group(d["notifier"], key, _labels(d["labels"]),
                  {fp: alert_from_dict(a) for fp, a in d["alerts"].items()},
                  d["next_flush"], d["last_sent_at"], frozenset(d["sent_firing"]))
 
@@ -68,7 +70,8 @@ class AlertState:
         """Return the persisted active alerts and groups (empty on a fresh store)."""
         alerts = {fp: alert_from_dict(json.loads(d))
                   for fp, d in self.conn.execute("SELECT fingerprint, data FROM alert_active")}
-        groups = {k: group_from_dict(json.loads(d)) for k, d in self.conn.execute("SELECT key, data FROM alert_groups")}
+        loaded = [group_from_dict(json.loads(d)) for (d,) in self.conn.execute("SELECT data FROM alert_groups")]
+        groups = {g.key: g for g in loaded}
         return alerts, groups
 
     def save(self, alerts: Mapping[str, Alert], groups: Mapping[str, Group]) -> None:

@@ -9,6 +9,7 @@ from pydantic import TypeAdapter
 
 from sloguard.alerts.engine import Alert
 from sloguard.alerts.routing import Group, matches, route
+from sloguard.alerts.state import group_from_dict, group_to_dict
 from sloguard.config.spec import NotifierSpec
 
 SPEC = TypeAdapter(NotifierSpec)
@@ -93,3 +94,23 @@ def test_alertmanager_hears_a_change_at_once_not_on_the_next_resend_tick() -> No
     got = timeline(am, {0.0: [A], 15.0: [A, B], 30.0: [B]}, 100)
     assert got == [(0.0, "firing", ("A:f",)), (15.0, "firing", ("A:f", "B:f")),
                    (30.0, "firing", ("A:r", "B:f")), (90.0, "firing", ("A:r", "B:f"))]
+
+
+def test_two_alertmanagers_each_keep_their_own_group() -> None:
+    specs = [SPEC.validate_python({"name": name, "type": "alertmanager", "url": "http://x", "resend_interval": "1m",
+                                   "resolved_resend_for": "1m"}) for name in ("am1", "am2")]
+    groups: dict[str, Group] = {}
+    got: list[tuple[float, str, str, tuple[str, ...]]] = []
+    for t, firing in ((0.0, [A]), (60.0, [A]), (90.0, []), (150.0, []), (210.0, [])):
+        groups, notes = route(specs, groups, firing, t)
+        got.extend((t, n.notifier, n.status, tuple(f"{a.name}:{'r' if a.resolved_at else 'f'}" for a in n.alerts))
+                   for n in notes)
+    expected = [[(0.0, "firing", ("A:f",)), (60.0, "firing", ("A:f",)), (90.0, "resolved", ("A:r",)),
+                 (150.0, "resolved", ("A:r",))]] * 2
+    assert [[(t, s, a) for t, n, s, a in got if n == name] for name in ("am1", "am2")] == expected
+    assert len({n.group_key for n in notes}) == len(notes)
+
+
+def test_legacy_alertmanager_group_key_is_migrated_on_load() -> None:
+    legacy = {**group_to_dict(Group("am1", "all", (), {}, 0.0)), "key": "all"}
+    assert group_from_dict(legacy).key == "am1/all"
