@@ -76,8 +76,9 @@ class SLOEngine:
                     pw.longest = slo.window
             else:
                 windows[slo.name] = {ALL: ProbeWindow(slo.window)}
-        names = {s.name for s in slos}
-        self._requests = {k: v for k, v in self._requests.items() if k[0] in names}
+        # Both series of every probe SLO exist at 0 from the start, so rate() sees the first bad request.
+        zero = {(s.name, good): 0 for s in slos if s.source == "probe" for good in (False, True)}
+        self._requests = {k: self._requests.get(k, 0) for k in zero}
         self._slos, self._windows = tuple(slos), windows
 
     def _add(self, results: Iterable[ProbeResult], count: bool) -> None:

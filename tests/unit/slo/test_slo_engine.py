@@ -46,6 +46,20 @@ def test_routing_and_counters() -> None:
     assert 'sloguard_slo_requests_total{good="true",slo="a"} 150.0' in text
 
 
+@pytest.mark.parametrize(("slos", "series"), [
+    (SLOS, {("a", "false"), ("a", "true"), ("b", "false"), ("b", "true"), ("c", "false"), ("c", "true")}),
+    ((SLO("srv", "t", source="server", objectives=(Objective("ttft", 95, 0.5),)),), set()),
+])
+def test_requests_total_exist_at_zero_from_start(slos: tuple[SLO, ...], series: set[tuple[str, str]]) -> None:
+    engine = SLOEngine(slos, FakeClock(NOW))
+    (fam,) = [f for f in engine.families(engine.evaluate(NOW)) if f.name == "sloguard_slo_requests"]
+    assert {(s.labels["slo"], s.labels["good"]) for s in fam.samples} == series
+    assert all(s.value == 0 for s in fam.samples)
+    engine.reconfigure((*slos, SLO("new", "t")))  # an SLO added on reload starts at 0 too
+    (fam,) = [f for f in engine.families(engine.evaluate(NOW)) if f.name == "sloguard_slo_requests"]
+    assert {(s.labels["slo"], s.labels["good"]) for s in fam.samples} == series | {("new", "false"), ("new", "true")}
+
+
 def test_restart_keeps_error_budget() -> None:
     clock = FakeClock(NOW)
     before = SLOEngine(SLOS, clock)
