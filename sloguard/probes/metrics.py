@@ -66,18 +66,34 @@ class ProbeMetrics:
         self._tokens: dict[str, dict[tuple[str, str], int]] = {"output": {}, "prompt": {}}
         self._last_success: dict[str, float] = {}
         self._probes: set[str] = set()
+        self._configured: frozenset[str] | None = None  # None until expect(): accept every probe
         self._overhead: float | None = None
 
     def expect(self, probes: Iterable[str]) -> None:
-        """Declare configured probes so their last-success age exists before any result arrives."""
-        self._probes.update(probes)
+        """Declare the configured probes (replacing the previous set, e.g. on reload).
+
+        Their last-success age exists before any result arrives; every series of a probe no longer
+        configured is dropped, and late results from it are ignored, so no stale-probe alert fires forever.
+        """
+        keep = frozenset(probes)
+        self._configured = keep
+        self._probes = set(keep)
+        for rows in self._hists.values():
+            for key in [k for k in rows if k[0] not in keep]:
+                del rows[key]
+        self._requests = {k: n for k, n in self._requests.items() if k[0] in keep}
+        for kind, counts in self._tokens.items():
+            self._tokens[kind] = {k: n for k, n in counts.items() if k[0] in keep}
+        self._last_success = {p: t for p, t in self._last_success.items() if p in keep}
 
     def set_overhead(self, seconds: float) -> None:
         """Record the probe process's measured timing overhead (see ProbeWorker.overhead_seconds)."""
         self._overhead = seconds
 
     def observe(self, r: ProbeResult) -> None:
-        """Count one result; observe its defined latencies into the histograms."""
+        """Count one result; observe its defined latencies into the histograms (unless its probe was removed)."""
+        if self._configured is not None and r.probe not in self._configured:
+            return
         self._probes.add(r.probe)
         key = (r.probe, r.target, outcome(r))
         self._requests[key] = self._requests.get(key, 0) + 1

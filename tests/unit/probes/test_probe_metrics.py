@@ -102,3 +102,20 @@ def test_promtool_check_metrics_clean() -> None:
     res = subprocess.run(["promtool", "check", "metrics"], input=render(m, 160.0), capture_output=True,
                          text=True, check=False)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+@pytest.mark.parametrize(("configured", "late", "kept"), [
+    (["p"], [], {"p"}),
+    (["q"], [], {"q"}),               # p removed by reload: all its series go, q appears
+    (["q"], ["p"], {"q"}),            # a late result of the removed probe does not bring it back
+    ([], [], set()),
+])
+def test_expect_replaces_the_configured_probes(configured: list[str], late: list[str], kept: set[str]) -> None:
+    m = ProbeMetrics(start=100.0)
+    m.expect(["p"])
+    m.observe(ok(150, 0.1))
+    m.expect(configured)
+    for probe in late:
+        m.observe(ProbeResult(ts=155, probe=probe, target="t", model="m", api="chat", ok=True, ttft_s=0.1))
+    probes = {dict(labels).get("probe") for _, labels in samples(render(m, now=160.0))}
+    assert probes - {None} == kept
