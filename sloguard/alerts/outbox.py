@@ -8,7 +8,7 @@ import random
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,8 +67,18 @@ class Outbox:
         with lock:
             conn.executescript(SCHEMA)
 
-    def put(self, notes: Sequence[Notification], now: float) -> None:
-        """Insert notifications inside the caller's transaction (committed with the alert state)."""
+    def put(self, notes: Sequence[Notification], now: float, supersede: Collection[str] = ()) -> None:
+        """Insert notifications inside the caller's transaction (committed with the alert state).
+
+        For notifiers named in `supersede` (Alertmanager: each notification is the group's whole current
+        state), a new notification deletes the group's older queued items that are not in flight, counted
+        as outcome "superseded", so an outage leaves one item per group rather than a backlog of stale ones.
+        """
+        for n in notes:
+            if n.notifier in supersede:
+                gone = self.conn.execute("DELETE FROM outbox WHERE notifier = ? AND group_key = ? AND inflight = 0",
+                                         (n.notifier, n.group_key)).rowcount
+                self.counts[(n.notifier, "superseded")] += gone
         self.conn.executemany(
             "INSERT INTO outbox (notifier, group_key, payload, created_at, next_attempt) VALUES (?, ?, ?, ?, ?)",
             [(n.notifier, n.group_key, json.dumps(notification_to_dict(n)), now, now) for n in notes])

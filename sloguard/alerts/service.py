@@ -22,13 +22,13 @@ from sloguard.alerts.routing import Group, route
 from sloguard.alerts.rules import UNDELIVERED_METRIC, rules_from_config
 from sloguard.alerts.state import AlertState, alert_to_dict
 from sloguard.clock import Clock
-from sloguard.config.spec import Config, NotifierSpec
+from sloguard.config.spec import AlertmanagerNotifierSpec, Config, NotifierSpec
 from sloguard.log import register_secret
 from sloguard.model import Sample
 
 log = logging.getLogger("sloguard.alerts")
 POLL_INTERVAL = 0.5  # seconds between outbox scans when nothing wakes the sender earlier
-OUTCOMES = ("sent", "retried", "failed", "expired", "duplicate_possible")
+OUTCOMES = ("sent", "retried", "failed", "expired", "duplicate_possible", "superseded")
 
 
 class StoreLike(Protocol):
@@ -71,6 +71,7 @@ class Alerting:
         notifiers = {s.name: NOTIFIERS[s.type](s, secrets.get(s.name), self.clock) for s in cfg.notifiers}
         with self.lock:
             self.rules, self.specs, self.notifiers = rules, {s.name: s for s in cfg.notifiers}, notifiers
+            self._superseding = frozenset(s.name for s in cfg.notifiers if isinstance(s, AlertmanagerNotifierSpec))
 
     def _own_samples(self, now: float) -> list[Sample]:
         return [Sample(UNDELIVERED_METRIC, {"notifier": n, "outcome": o}, float(c))
@@ -85,7 +86,7 @@ class Alerting:
             groups, notes = route(list(self.specs.values()), self.groups, firing, now)
             with self.conn:
                 self.state.save(active, groups)
-                self.outbox.put(notes, now)
+                self.outbox.put(notes, now, self._superseding)
             self.active, self.groups = active, groups
         for ev in events:
             log.info("alert %s", ev.kind, extra={"alertname": ev.alert.name, "labels": dict(ev.alert.labels)})
@@ -114,11 +115,15 @@ class Alerting:
         await asyncio.gather(*(self._deliver_notifier(n, specs[name], now) for name, n in notifiers.items()))
 
     async def _deliver_notifier(self, notifier: Notifier, spec: NotifierSpec, now: float) -> None:
+        """Deliver due items group by group; after a round with an ack, go on at once with the next ones."""
         self.outbox.expire_old(spec.name, now, spec.max_delivery_age)
-        for item in self.outbox.take(spec.name, now):
-            await self._deliver(notifier, spec, item)
+        progress = True
+        while progress:
+            results = [await self._deliver(notifier, spec, item) for item in self.outbox.take(spec.name, now)]
+            progress = any(results)
 
-    async def _deliver(self, notifier: Notifier, spec: NotifierSpec, item: Item) -> None:
+    async def _deliver(self, notifier: Notifier, spec: NotifierSpec, item: Item) -> bool:
+        """Attempt one item; return whether the receiver acknowledged it."""
         try:
             ref = await notifier.send(item.notification, item.ref)
         except DeliveryError as exc:
@@ -131,6 +136,8 @@ class Alerting:
             self.outbox.retry(item, msg, self.clock.now(), spec.max_delivery_age)
         else:
             self.outbox.ack(item, ref)
+            return True
+        return False
 
     def families(self, now: float) -> list[Metric]:
         """Return sloguard_alerts, sloguard_notifications_total, sloguard_outbox_pending, ..._undelivered."""

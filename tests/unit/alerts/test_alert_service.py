@@ -188,3 +188,13 @@ def test_families_and_resolved_notice(tmp_path: Path) -> None:
     svc.evaluate([], clock.now())
     asyncio.run(svc.deliver_due())
     assert [n.status for n in FakeNotifier.sent] == ["firing", "resolved"]
+
+
+def test_delivery_goes_on_after_an_ack_instead_of_one_item_per_poll(tmp_path: Path) -> None:
+    clock = FakeClock(1000.0)
+    svc = make(tmp_path, clock)
+    queued = [Notification("hook", "hook/g", status, (), (), clock.now()) for status in ("firing", "resolved")] * 2
+    with svc.conn:
+        svc.outbox.put(queued, clock.now())
+    asyncio.run(svc.deliver_due())  # one pass, no poll in between
+    assert svc.outbox.pending() == {} and [n.status for n in FakeNotifier.sent] == [n.status for n in queued]
