@@ -91,6 +91,8 @@ def check_slos(cfg: Config) -> Iterable[str]:
                 yield f"slos[{i}].probe: only allowed with source: probe"
             if s.goodput is not None:
                 yield f"slos[{i}].goodput: needs per-request data, only available with source: probe"
+            if s.error_rate is not None:  # engine histograms count observations, not failures
+                yield f"slos[{i}].error_rate: needs per-request outcomes, only available with source: probe"
             for j, o in enumerate(s.objectives):
                 if o.metric == "ttfot":
                     yield f"slos[{i}].objectives[{j}].metric: ttfot is only measured by probes"

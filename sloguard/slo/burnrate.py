@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -38,6 +39,14 @@ def burn_rate(error_ratio: float | None, objective: float) -> float | None:
     if error_ratio is None:
         return None
     return error_ratio / (1.0 - objective)
+
+
+def objectives_burn_rate(misses: Sequence[tuple[float, float]]) -> float | None:
+    """Return the fastest burn among (miss share, quantile) objectives: max(miss / (1 − quantile)); None if none.
+
+    Server SLOs: an objective "p95 ≤ T" allows 5% of observations above T, so a miss share m burns m / 0.05.
+    """
+    return max((miss / (1.0 - q) for miss, q in misses), default=None)
 
 
 def windows_for(slo_window: float) -> tuple[float, ...]:

@@ -6,10 +6,18 @@ Definitions (README-ready):
 - compliance: probe: quantile ≤ threshold; server: share of observations ≤ threshold ≥ percentile/100.
 - goodput ratio = good / requests, rate = good / window seconds (probe SLOs only: histograms cannot
   tell which request met every threshold).
-- error_ratio = the share of requests that spent error budget (model.budget_sli); for server SLOs the
-  worst per-threshold miss share, max(1 − fraction_le), a lower bound on the not-good share.
-- burn rate = error_ratio / (1 − budget_objective); error budget remaining over the SLO window =
-  1 − bad / allowed = 1 − burn rate over that window, not clamped (−1 = budget spent twice over).
+- probe SLOs: error_ratio = the share of requests that spent error budget (model.budget_sli);
+  burn rate = error_ratio / (1 − budget_objective).
+- server SLOs (histograms cannot tell which request failed or met every threshold): each objective
+  "p-th percentile ≤ T" is its own budget: miss_i = 1 − fraction_le(T_i) of the window's observations,
+  allowed 1 − p_i/100, burn_i = miss_i / (1 − p_i/100); burn rate = max_i burn_i over the objectives
+  with data (the fastest-burning objective). budget_objective = the strictest p_i/100 (model), and
+  error_ratio = burn rate × (1 − budget_objective): the worst miss share scaled to that allowance (equal
+  to max_i miss_i when all objectives share one percentile), so burn = error_ratio / (1 − objective)
+  holds for every SLO. A max of raw miss shares against one percentile would hide a p99 objective
+  burning 2× behind a p95 one missing more observations but within its larger allowance.
+- error budget remaining over the SLO window = 1 − bad / allowed = 1 − burn rate over that window, not
+  clamped (−1 = budget spent twice over).
 - stages: share = stage p50 / E2E p50 (same window); overrun = stage p95 / its budget;
   network ≈ probe TTFT − server TTFT at the same quantile and window (an estimate).
 """
@@ -20,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from sloguard.model import Histogram
-from sloguard.slo.burnrate import burn_rate
+from sloguard.slo.burnrate import burn_rate, objectives_burn_rate
 from sloguard.slo.model import (
     SLO,
     ObjectiveStatus,
@@ -111,15 +119,11 @@ def _server_window(slo: SLO, reader: ServerReader, window: float) -> tuple[Windo
         ok = None if frac is None else frac[0] >= o.quantile
         objectives.append(ObjectiveStatus(o.metric, o.percentile, o.threshold, window, "", value, ok,
                                           None if frac is None else frac[0], frac is None or frac[1]))
-    for metric, threshold in slo.goodput.thresholds() if slo.goodput is not None else ():
-        h = reader.histogram(metric)
-        frac = None if h is None else histo.fraction_le(h, threshold)
-        if frac is not None and h is not None:
-            misses.append(1.0 - frac[0])
-            requests = max(requests, h.count)
-    error_ratio = max(misses) if misses and budget_sli(slo) == "goodput" else None
-    status = WindowStatus(window, "", requests, None, None, None, None, error_ratio, None,
-                          burn_rate(error_ratio, budget_objective(slo)), False)
+        if frac is not None:
+            misses.append((1.0 - frac[0], o.quantile))
+    burn = objectives_burn_rate(misses)
+    error_ratio = None if burn is None else burn * (1.0 - budget_objective(slo))
+    status = WindowStatus(window, "", requests, None, None, None, None, error_ratio, None, burn, False)
     return status, objectives
 
 

@@ -12,7 +12,7 @@ from sloguard.model import ProbeResult
 from sloguard.slo.burnrate import windows_for
 
 Source = Literal["probe", "server"]
-BudgetSLI = Literal["goodput", "success"]
+BudgetSLI = Literal["goodput", "success", "objectives"]
 
 # Used only when an SLO sets neither `error_rate` nor `goodput`: 99% of requests must succeed.
 DEFAULT_SUCCESS_OBJECTIVE = 0.99
@@ -99,18 +99,27 @@ def is_good(result: ProbeResult, goodput: Goodput | None) -> bool:
 
 
 def budget_sli(slo: SLO) -> BudgetSLI:
-    """Return which requests spend the error budget: not-good ones (goodput) or failed ones (success).
+    """Return what spends the error budget: not-good requests (goodput), failed ones (success) or objectives.
 
-    An explicit `error_rate` wins; else a `goodput` block makes every request that fails or misses a
-    goodput threshold spend budget; with neither, failures spend it against DEFAULT_SUCCESS_OBJECTIVE.
+    Server SLOs: observations above each objective's threshold, beyond its 1 − percentile/100 allowance
+    (sloguard.slo.evaluate). Probe SLOs: an explicit `error_rate` wins; else a `goodput` block makes every
+    request that fails or misses a goodput threshold spend budget; with neither, failures spend it
+    against DEFAULT_SUCCESS_OBJECTIVE.
     """
+    if slo.source == "server":
+        return "objectives"
     if slo.error_objective is None and slo.goodput is not None:
         return "goodput"
     return "success"
 
 
 def budget_objective(slo: SLO) -> float:
-    """Return the good-ratio the error budget is measured against (burn rate = bad ratio / (1 - this))."""
+    """Return the good-ratio the error budget is measured against (burn rate = bad ratio / (1 - this)).
+
+    Server SLOs: the strictest objective's percentile / 100 (see budget_sli).
+    """
+    if slo.source == "server" and slo.objectives:
+        return max(o.quantile for o in slo.objectives)
     if slo.error_objective is not None:
         return slo.error_objective
     if slo.goodput is not None:

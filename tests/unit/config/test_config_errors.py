@@ -72,6 +72,9 @@ CASES: list[tuple[str, Any, list[str]]] = [
         "slos[0].goodput: needs at least one latency threshold (ttft, tpot, e2e, itl)"]),
     ("slos[0].goodput", {"ttft": "1s", "target": 1.5}, ["slos[0].goodput.target: must be < 1"]),
     ("slos[0].source", "server", []),  # valid on its own: guards against over-eager checks
+    ("slos[0]", {"name": "s0", "target": "chat", "source": "server", "error_rate": {"target": 0.99},
+                 "objectives": [{"metric": "ttft", "percentile": 95, "threshold": "1s"}]}, [
+        "slos[0].error_rate: needs per-request outcomes, only available with source: probe"]),
     ("slos[0].objectives[0].metric", "queue", [
         "slos[0].objectives[0].metric: queue is only known server-side (source: server)"]),
     ("slos[0].budgets", {"gpu": "1s"}, [

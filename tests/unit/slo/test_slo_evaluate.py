@@ -127,3 +127,28 @@ def test_network_estimate_from_probe_minus_server() -> None:
     st = evaluate(slo, _window(results, slo), NOW, FakeServer())
     net = next(s for s in st.stages if s.stage == "network" and s.window == 300.0)
     assert net.estimate and net.p95 == pytest.approx(1.0 - 0.75)
+
+
+# Server SLOs without goodput: each objective burns miss / (1 − p/100); the SLO burns at the fastest one.
+# FakeServer.H: 50% of observations ≤ 0.1 s, 90% ≤ 0.5 s, 100% ≤ 1 s (ttft and queue; no e2e data).
+@pytest.mark.parametrize(("objectives", "objective", "error_ratio", "burn"), [
+    ((Objective("ttft", 95, 0.5),), 0.95, 0.1, 2.0),
+    ((Objective("ttft", 90, 0.5),), 0.90, 0.1, 1.0),
+    ((Objective("ttft", 50, 0.1),), 0.50, 0.5, 1.0),
+    ((Objective("ttft", 99, 1.0), Objective("queue", 95, 0.5)), 0.99, 0.02, 2.0),  # p95 miss burns fastest
+    ((Objective("ttft", 99, 0.5), Objective("queue", 95, 1.0)), 0.99, 0.1, 10.0),  # p99 miss 10% = 10×
+    ((Objective("ttft", 99, 0.5), Objective("queue", 95, 0.5)), 0.99, 0.1, 10.0),  # not max(miss) vs p95 (2×)
+    ((Objective("e2e", 95, 1.0), Objective("queue", 95, 0.5)), 0.95, 0.1, 2.0),  # e2e has no data: skipped
+    ((Objective("e2e", 95, 1.0),), 0.95, None, None),  # no data at all: no burn, no budget
+])
+def test_server_slo_burn_rate_from_objectives(objectives: tuple[Objective, ...], objective: float,
+                                              error_ratio: float | None, burn: float | None) -> None:
+    slo = SLO("s", "t", source="server", objectives=objectives, window=86400.0)
+    st = evaluate(slo, None, NOW, FakeServer())
+    assert (st.sli, st.objective) == ("objectives", pytest.approx(objective))
+    for w in st.windows:
+        assert w.error_ratio == (None if error_ratio is None else pytest.approx(error_ratio))
+        assert w.burn_rate == (None if burn is None else pytest.approx(burn))
+        if burn is not None:
+            assert w.burn_rate == pytest.approx((w.error_ratio or 0.0) / (1 - objective))
+    assert st.error_budget_remaining == (None if burn is None else pytest.approx(1 - burn))
