@@ -25,10 +25,12 @@ CREATE TABLE IF NOT EXISTS outbox (
 CREATE TABLE IF NOT EXISTS outbox_dead (
   id INTEGER PRIMARY KEY, notifier TEXT NOT NULL, group_key TEXT NOT NULL, payload TEXT NOT NULL,
   created_at REAL NOT NULL, outcome TEXT NOT NULL, error TEXT NOT NULL, at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS outbox_dead_at ON outbox_dead (at);
 CREATE TABLE IF NOT EXISTS outbox_refs (
   notifier TEXT NOT NULL, group_key TEXT NOT NULL, ref TEXT NOT NULL, PRIMARY KEY (notifier, group_key));
 """
 UNDELIVERED_WINDOW = 3600.0  # failed/expired notifications keep their alert firing this long
+DEAD_KEEP = 7 * 86400.0  # dead letters stay visible in /debug/alerts this long, then prune() deletes them
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +149,11 @@ class Outbox:
         log.error("notification undeliverable", extra={
             "notifier": n.notifier, "outcome": outcome, "group": n.group_key, "attempts": item.attempts,
             "error": error})
+
+    def prune(self, now: float, keep: float = DEAD_KEEP) -> int:
+        """Delete dead letters buried more than `keep` seconds ago; return how many."""
+        with self.lock, self.conn:
+            return self.conn.execute("DELETE FROM outbox_dead WHERE at < ?", (now - keep,)).rowcount
 
     def pending(self) -> dict[str, int]:
         """Return the number of waiting items per notifier."""

@@ -139,6 +139,14 @@ class Alerting:
             return True
         return False
 
+    def prune(self, now: float) -> int:
+        """Delete dead-letter notifications older than 7 days (outbox.DEAD_KEEP); return how many.
+
+        Meant for the daemon's hourly housekeeping; the count of undelivered notifications in the last
+        hour (which keeps SloguardNotificationExpired/Failed firing) is unaffected.
+        """
+        return self.outbox.prune(now)
+
     def families(self, now: float) -> list[Metric]:
         """Return sloguard_alerts, sloguard_notifications_total, sloguard_outbox_pending, ..._undelivered."""
         alerts = GaugeMetricFamily("sloguard_alerts", "Active alerts of sloguard's own rule engine, by state.",

@@ -44,3 +44,21 @@ def test_newer_alertmanager_item_supersedes_queued_ones(puts: list[tuple[str, st
             box.take(notifier, i * 60.0)
     assert queued(box) == left
     assert box.counts[("am", "superseded")] == superseded
+
+
+@pytest.mark.parametrize(("ages_days", "left"), [
+    ([0.0, 1.0, 6.9], 3), ([8.0, 30.0], 0), ([0.5, 7.5], 1), ([], 0),
+])
+def test_prune_deletes_dead_letters_older_than_a_week(ages_days: list[float], left: int) -> None:
+    box, now = outbox(), 100 * 86400.0
+    with box.conn:
+        box.conn.executemany("INSERT INTO outbox_dead VALUES (?, 'n', 'g', '{}', 0, 'expired', 'x', ?)",
+                             [(i, now - d * 86400) for i, d in enumerate(ages_days)])
+    assert box.prune(now) == len(ages_days) - left
+    assert box.conn.execute("SELECT COUNT(*) FROM outbox_dead").fetchone()[0] == left
+
+
+def test_undelivered_scan_uses_the_timestamp_index() -> None:
+    plan = outbox().conn.execute("EXPLAIN QUERY PLAN SELECT notifier, outcome, COUNT(*) FROM outbox_dead "
+                                 "WHERE at > ? GROUP BY notifier, outcome", (0.0,)).fetchall()
+    assert any("outbox_dead_at" in str(row) for row in plan)

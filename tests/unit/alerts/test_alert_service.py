@@ -198,3 +198,13 @@ def test_delivery_goes_on_after_an_ack_instead_of_one_item_per_poll(tmp_path: Pa
         svc.outbox.put(queued, clock.now())
     asyncio.run(svc.deliver_due())  # one pass, no poll in between
     assert svc.outbox.pending() == {} and [n.status for n in FakeNotifier.sent] == [n.status for n in queued]
+
+
+def test_prune_keeps_a_week_of_dead_letters(tmp_path: Path) -> None:
+    clock = FakeClock(1000.0)
+    svc = make(tmp_path, clock)
+    FakeNotifier.script = [DeliveryError("invalid_auth", False)]
+    svc.evaluate(HIGH, clock.now())
+    asyncio.run(svc.deliver_due())
+    assert svc.prune(clock.now() + 6 * 86400) == 0 and svc.prune(clock.now() + 8 * 86400) == 1
+    assert svc.debug_json()["outbox"]["dead"] == []  # type: ignore[index]
