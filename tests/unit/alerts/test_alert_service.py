@@ -141,12 +141,18 @@ def test_expiry_is_counted_and_raises_an_alert(tmp_path: Path) -> None:
     assert svc.debug_json()["outbox"]["dead"][0]["outcome"] == "expired"  # type: ignore[index]
 
 
-def test_permanent_failure_is_dead_lettered_and_alerted(tmp_path: Path) -> None:
-    clock = FakeClock(1000.0)
+def rejected(tmp_path: Path, clock: FakeClock) -> Alerting:
+    """Return a service whose one notification was rejected permanently (dead-lettered)."""
     svc = make(tmp_path, clock)
     FakeNotifier.script = [DeliveryError("invalid_auth", False)]
     svc.evaluate(HIGH, clock.now())
     asyncio.run(svc.deliver_due())
+    return svc
+
+
+def test_permanent_failure_is_dead_lettered_and_alerted(tmp_path: Path) -> None:
+    clock = FakeClock(1000.0)
+    svc = rejected(tmp_path, clock)
     assert counts(svc) == {"failed": 1}
     clock.advance(15)
     svc.evaluate(HIGH, clock.now())
@@ -202,9 +208,6 @@ def test_delivery_goes_on_after_an_ack_instead_of_one_item_per_poll(tmp_path: Pa
 
 def test_prune_keeps_a_week_of_dead_letters(tmp_path: Path) -> None:
     clock = FakeClock(1000.0)
-    svc = make(tmp_path, clock)
-    FakeNotifier.script = [DeliveryError("invalid_auth", False)]
-    svc.evaluate(HIGH, clock.now())
-    asyncio.run(svc.deliver_due())
+    svc = rejected(tmp_path, clock)
     assert svc.prune(clock.now() + 6 * 86400) == 0 and svc.prune(clock.now() + 8 * 86400) == 1
     assert svc.debug_json()["outbox"]["dead"] == []  # type: ignore[index]
