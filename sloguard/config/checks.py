@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sloguard.config.spec import Config
+from sloguard.config.units import format_duration
 
 Check = Callable[[Config], Iterable[str]]
 
@@ -102,6 +103,14 @@ def check_slos(cfg: Config) -> Iterable[str]:
                     yield f"slos[{i}].objectives[{j}].metric: {o.metric} is only known server-side (source: server)"
 
 
+def check_retention(cfg: Config) -> Iterable[str]:
+    """Stored probe results rebuild probe SLO windows on start, so they must cover the longest window."""
+    longest = max((s.error_budget_window for _, s in valid(cfg.slos) if s.source == "probe"), default=0.0)
+    if cfg.probe_settings.retention < longest:
+        yield (f"probe_settings.retention: must be >= the longest error_budget_window ({format_duration(longest)}) "
+               "so a restart keeps the error budget")
+
+
 def check_notifiers(cfg: Config) -> Iterable[str]:
     """Each notifier needs exactly one way to reach its receiver."""
     for i, n in valid(cfg.notifiers):
@@ -143,8 +152,8 @@ def check_alert_exprs(cfg: Config) -> Iterable[str]:
 
 
 CHECKS: tuple[Check, ...] = (
-    check_unique_names, check_references, check_timeouts, check_slos, check_notifiers, check_processes,
-    check_alert_exprs,
+    check_unique_names, check_references, check_timeouts, check_slos, check_retention, check_notifiers,
+    check_processes, check_alert_exprs,
 )
 
 

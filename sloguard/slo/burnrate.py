@@ -24,6 +24,15 @@ class BurnWindow:
         """Return the burn-rate threshold for an SLO window: budget_fraction × window / long."""
         return self.budget_fraction * slo_window / self.long
 
+    def alertable(self, slo_window: float) -> bool:
+        """Return whether the row means something for this SLO window: its factor is at least 1×.
+
+        Below 1× the condition fires while the budget is not even on course to be spent within the SLO
+        window (a 1d window gives 0.48×, 0.2×, 0.1× and 0.033×), so alert rules should skip such rows
+        rather than configs being rejected. The live engine still exports burn rates for every window.
+        """
+        return self.factor(slo_window) >= 1.0
+
 
 # 2% of a 30d budget in 1h = 14.4×, 5% in 6h = 6×, 10% in 1d = 3×, 10% in 3d = 1×.
 BURN_WINDOWS: tuple[BurnWindow, ...] = (

@@ -75,6 +75,15 @@ CASES: list[tuple[str, Any, list[str]]] = [
     ("slos[0]", {"name": "s0", "target": "chat", "source": "server", "error_rate": {"target": 0.99},
                  "objectives": [{"metric": "ttft", "percentile": 95, "threshold": "1s"}]}, [
         "slos[0].error_rate: needs per-request outcomes, only available with source: probe"]),
+    ("probe_settings", {"retention": "27d"}, [  # the default error_budget_window is 28d
+        "probe_settings.retention: must be >= the longest error_budget_window (28d) so a restart keeps the "
+        "error budget"]),
+    ("slos[1].error_budget_window", "40d", [
+        "probe_settings.retention: must be >= the longest error_budget_window (40d) so a restart keeps the "
+        "error budget"]),
+    ("probe_settings", {"retention": "28d"}, []),  # equal is enough
+    ("slos[1]", {"name": "s1", "target": "chat", "source": "server", "error_budget_window": "40d",
+                 "objectives": [{"metric": "ttft", "percentile": 95, "threshold": "1s"}]}, []),  # not stored
     ("slos[0].objectives[0].metric", "queue", [
         "slos[0].objectives[0].metric: queue is only known server-side (source: server)"]),
     ("slos[0].budgets", {"gpu": "1s"}, [

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from sloguard.config.spec import Config
-from sloguard.slo.burnrate import STANDARD_WINDOWS
+from sloguard.slo.burnrate import BURN_WINDOWS, STANDARD_WINDOWS
 from sloguard.slo.model import DEFAULT_SUCCESS_OBJECTIVE, budget_objective, budget_sli, slos_from_config
 
 
@@ -45,3 +45,15 @@ def test_budget_objective(extra: dict[str, Any], objective: float, sli: str) -> 
     (slo,) = slos_from_config(_cfg(**extra))
     assert budget_objective(slo) == pytest.approx(objective)
     assert budget_sli(slo) == sli
+
+
+@pytest.mark.parametrize(("window_days", "alertable"), [
+    (30, [True, True, True, True]),
+    (28, [True, True, True, False]),  # 3d/6h: 0.933×
+    (7, [True, True, False, False]),  # 3.36×, 1.4×, 0.7×, 0.233×
+    (1, [False, False, False, False]),  # 0.48×, 0.2×, 0.1×, 0.033×
+])
+def test_burn_rows_below_one_x_are_not_alertable(window_days: int, alertable: list[bool]) -> None:
+    rows = [bw.alertable(window_days * 86400.0) for bw in BURN_WINDOWS]
+    assert rows == alertable
+    assert rows == [bw.factor(window_days * 86400.0) >= 1 for bw in BURN_WINDOWS]
