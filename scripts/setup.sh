@@ -10,7 +10,21 @@ runtime_only=0
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
-if [ ! -x .venv/bin/python ]; then
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+apt_install() {
+  log "installing Debian packages: $*"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+# Stock Debian/Ubuntu Pythons need the venv package for `python3 -m venv` (ensurepip).
+if ! "$PY" -c 'import ensurepip, venv' 2>/dev/null; then
+  apt_install "python3-venv" || apt_install "python$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')-venv"
+fi
+# A venv left half-made by an earlier failed run has python but no pip: start it again.
+if [ ! -x .venv/bin/pip ]; then
+  rm -rf .venv
   log "creating .venv"
   "$PY" -m venv .venv
 fi
@@ -22,7 +36,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     .venv/bin/python -m pip install -q -e .
   else
     .venv/bin/python -m pip install -q -e '.[dev]'
-    # CPU torch for the canary tests; the pinned version is served from the local wheel cache when present.
+    # torch (CPU is enough) for the canary tests. PyPI's default Linux wheel is the CUDA build (GBs); a
+    # machine with a local wheel cache serves the pin from disk. The CPU index is the fallback.
     .venv/bin/python -m pip install -q 'torch==2.13.0' || .venv/bin/python -m pip install -q torch \
       --index-url https://download.pytorch.org/whl/cpu || log "torch not installed: canary tests will fail"
   fi
@@ -30,13 +45,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
 fi
 [ "$runtime_only" = 1 ] && exit 0
 
-SUDO=""
-[ "$(id -u)" = 0 ] || SUDO="sudo"
-apt_install() {
-  log "installing Debian packages: $*"
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
-}
 need=()
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v prometheus-alertmanager >/dev/null || need+=(prometheus-alertmanager)
