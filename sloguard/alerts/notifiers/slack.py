@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,6 +35,8 @@ from sloguard.config.spec import SlackNotifierSpec
 
 MIN_GAP_PER_CHANNEL = 1.0  # Slack allows about one message per second per channel
 MAX_ALERTS_SHOWN = 10  # keeps a message far below Slack's 50-block limit
+MAX_OPEN_MESSAGES = 10  # a group's firing messages (group changes, repeats) updated on resolve: the last 10
+OPEN = "open"  # ref key: JSON list of [channel, ts] of the group's messages posted since it last resolved
 # Web API `error` codes that no retry can fix; anything else (ratelimited, internal_error...) is retried.
 PERMANENT = frozenset({
     "invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "no_permission",
@@ -98,6 +101,15 @@ def api_error(exc: SlackApiError, secrets: Sequence[str | None]) -> DeliveryErro
     return DeliveryError(scrub(f"slack API HTTP {status} error={code or 'none'}", secrets), retryable, after)
 
 
+def open_messages(ref: Mapping[str, str] | None) -> list[tuple[str, str]]:
+    """Return the group's firing messages still to mark resolved, oldest first (a pre-list ref counts as one)."""
+    if not ref or "ts" not in ref:
+        return []
+    if OPEN not in ref:
+        return [(ref["channel"], ref["ts"])]
+    return [(str(c), str(t)) for c, t in json.loads(ref[OPEN])]
+
+
 class SlackNotifier:
     """One Slack destination; ≤1 message per second per channel."""
 
@@ -123,11 +135,23 @@ class SlackNotifier:
 
     async def _bot(self, note: Notification, ref: Mapping[str, str] | None) -> Ref:
         kw: dict[str, Any] = {"text": one_line(note), "blocks": blocks(note, self.spec.dashboard_url)}
-        if note.status == "resolved" and ref and "ts" in ref:
-            resp = await self._web.chat_update(channel=ref["channel"], ts=ref["ts"], **kw)
-        else:
-            resp = await self._web.chat_postMessage(channel=self.spec.channel or "", **kw)
-        return {"channel": str(resp["channel"]), "ts": str(resp["ts"])}
+        posted = open_messages(ref)
+        if note.status == "resolved" and posted:
+            for i, (channel, ts) in enumerate(reversed(posted)):
+                await self._update(channel, ts, kw, newest=i == 0)
+            return {"channel": posted[-1][0], "ts": posted[-1][1], OPEN: "[]"}
+        resp = await self._web.chat_postMessage(channel=self.spec.channel or "", **kw)
+        new = (str(resp["channel"]), str(resp["ts"]))
+        still_open = [*posted, new] if note.status == "firing" else posted
+        return {"channel": new[0], "ts": new[1], OPEN: json.dumps(still_open[-MAX_OPEN_MESSAGES:])}
+
+    async def _update(self, channel: str, ts: str, kw: dict[str, Any], newest: bool) -> None:
+        """Mark one posted message resolved; an older one that can no longer be edited is skipped."""
+        try:
+            await self._web.chat_update(channel=channel, ts=ts, **kw)
+        except SlackApiError as exc:
+            if newest or api_error(exc, [self._secret]).retryable:
+                raise
 
     async def _webhook(self, note: Notification) -> None:
         resp = await self._hook.send(text=one_line(note), blocks=blocks(note, self.spec.dashboard_url))

@@ -149,3 +149,31 @@ def test_slack_webhook_mode_posts(double: SlackDouble, tmp_path: Path) -> None:
     svc.evaluate([Sample("m", {}, 5.0)], clock.now())
     asyncio.run(svc.deliver_due())
     assert len(double.posted()) == before + 1 and double.posted()[-1]["method"] == "webhook"
+
+
+# firing samples per evaluation (one per minute) -> (messages posted, messages left showing "firing")
+@pytest.mark.parametrize(("steps", "posted", "left_firing"), [
+    ([[("a", 5.0)], [("a", 5.0)], []], 2, 0),                       # repeat_interval re-post, then resolve
+    ([[("a", 5.0)], [("a", 5.0), ("b", 5.0)], []], 2, 0),           # group change, then resolve
+    ([[("a", 5.0)], [("a", 5.0)], [("a", 5.0)]], 3, 3),             # still firing: nothing updated
+])
+def test_slack_resolve_updates_every_open_message_of_the_group(
+        double: SlackDouble, tmp_path: Path, steps: list[list[tuple[str, float]]], posted: int,
+        left_firing: int) -> None:
+    cfg = Config.model_validate({"version": "sloguard/v1", "builtin_alerts": False,
+                                 "alerts": [{"name": "High", "expr": "m > 1", "summary": "{{ $value }}"}],
+                                 "notifiers": [{"name": "n1", "type": "slack", "group_wait": "0s",
+                                                "group_interval": "1m", "repeat_interval": "1m",
+                                                **notifier_spec("slack", f"http://127.0.0.1:{double.port}",
+                                                                double)[0]}]})
+    clock = FakeClock()
+    svc = Alerting(cfg, Store(tmp_path / "s.db", clock), clock, {"n1": double.token})
+    double.faults.clear()
+    before = set(double.messages)
+    for firing in steps:
+        svc.evaluate([Sample("m", {"inst": inst}, v) for inst, v in firing], clock.now())
+        asyncio.run(svc.deliver_due())
+        clock.advance(60)
+    mine = [m for ts, m in double.messages.items() if ts not in before]
+    assert len(mine) == posted
+    assert sum(not m["text"].startswith("[RESOLVED]") for m in mine) == left_firing
