@@ -64,25 +64,32 @@ class SLOEngine:
         """Return the GET /api/v1/slos document."""
         return export.api_json(statuses)
 
-    def reconfigure(self, slos: Sequence[SLO]) -> None:
-        """Swap SLOs; keep the windows and counters of those whose name, target, probe and source remain."""
+    def reconfigure(self, slos: Sequence[SLO], history: Iterable[ProbeResult] | None = None) -> None:
+        """Swap SLOs: those with an unchanged SLO.key keep their windows; new or changed ones are refilled.
+
+        `history` (stored results, oldest first: `Store.iter_probe_results(now - longest window)`) refills
+        the windows of new or changed probe SLOs, so a reload resets no budget; it is only read when one
+        needs it. Without it they start empty. Counters of every SLO still configured are kept.
+        """
         old = {s.name: s for s in self._slos}
         windows: dict[str, dict[str, ProbeWindow]] = {}
+        fresh: set[str] = set()
         for slo in slos:
             kept = old.get(slo.name)
             if kept is not None and kept.key == slo.key:
                 windows[slo.name] = self._windows[slo.name]
-                for pw in windows[slo.name].values():
-                    pw.longest = slo.window
             else:
                 windows[slo.name] = {ALL: ProbeWindow(slo.window)}
+                fresh.add(slo.name)
         # Both series of every probe SLO exist at 0 from the start, so rate() sees the first bad request.
         zero = {(s.name, good): 0 for s in slos if s.source == "probe" for good in (False, True)}
         self._requests = {k: self._requests.get(k, 0) for k in zero}
         self._slos, self._windows = tuple(slos), windows
+        if history is not None and any(s.source == "probe" and s.name in fresh for s in slos):
+            self._add(history, count=False, only=fresh)
 
-    def _add(self, results: Iterable[ProbeResult], count: bool) -> None:
-        probe_slos = [s for s in self._slos if s.source == "probe"]
+    def _add(self, results: Iterable[ProbeResult], count: bool, only: set[str] | None = None) -> None:
+        probe_slos = [s for s in self._slos if s.source == "probe" and (only is None or s.name in only)]
         for r in results:
             for slo in probe_slos:
                 if r.target != slo.target or (slo.probe is not None and r.probe != slo.probe):

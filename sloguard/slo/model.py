@@ -71,9 +71,14 @@ class SLO:
             object.__setattr__(self, "windows", windows_for(self.window))
 
     @property
-    def key(self) -> tuple[str, str, str | None, str]:
-        """Return the identity kept across reloads: name, target, probe, source."""
-        return (self.name, self.target, self.probe, self.source)
+    def key(self) -> tuple[object, ...]:
+        """Return what decides the contents of the SLO's probe windows (kept across a reload iff equal).
+
+        Name, target, probe, source, goodput (the stored good flags), window (how far back rows are kept)
+        and segment_by. Objectives, budgets and error_rate are read at evaluation from rows that keep both
+        the ok and good flags, so changing only those keeps the windows as they are.
+        """
+        return (self.name, self.target, self.probe, self.source, self.goodput, self.window, self.segment_by)
 
 
 # Goodput criterion -> ProbeResult field; ITL is judged on the request's p99 gap.

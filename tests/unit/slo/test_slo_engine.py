@@ -6,7 +6,7 @@ import json
 import shutil
 import subprocess
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -103,6 +103,53 @@ def test_reconfigure_keeps_windows_of_same_definition() -> None:
     engine.reconfigure((SLOS[0], SLO("b", "u")))
     assert engine.windows("a")[""].view(1e9, NOW).total == 200
     assert engine.windows("b")[""].view(1e9, NOW).total == 0
+
+
+class History:
+    """Stored results, oldest first; records whether the engine read them."""
+
+    def __init__(self) -> None:
+        self.read = False
+
+    def __iter__(self) -> Iterator[ProbeResult]:
+        self.read = True
+        return reversed(_results())
+
+
+A = SLOS[0]
+
+
+# (the reloaded definition of "a", kept as is?, requests and good requests in its windows afterwards)
+@pytest.mark.parametrize(("new", "kept", "total", "good"), [
+    (A, True, 200, 150),
+    (replace(A, objectives=(Objective("ttft", 99, 2.0),)), True, 200, 150),  # read at evaluation only
+    (replace(A, error_objective=0.99), True, 200, 150),
+    (replace(A, budgets={"ttft": 1.0}), True, 200, 150),
+    (replace(A, goodput=Goodput(0.9, ttft=0.9)), False, 200, 190),  # good flags recomputed, not stale
+    (replace(A, goodput=Goodput(0.95, ttft=0.5)), False, 200, 150),
+    (replace(A, window=7 * 86400.0, windows=()), False, 200, 150),
+    (replace(A, segment_by=None), False, 200, 150),
+    (replace(A, target="u"), False, 0, 0),
+    (replace(A, name="renamed"), False, 200, 150),  # a new SLO is filled from the store too
+])
+def test_reconfigure_rebuilds_new_or_changed_from_history(new: SLO, kept: bool, total: int, good: int) -> None:
+    engine = SLOEngine(SLOS, FakeClock(NOW))
+    engine.add_probe_results(_results())
+    before = engine.windows("a")[""]
+    history = History()
+    engine.reconfigure((new, *SLOS[1:]), history)
+    after = engine.windows(new.name)[""]
+    assert (after is before, history.read) == (kept, not kept)
+    view = after.view(1e9, NOW)
+    assert (view.total, view.good) == (total, good)
+    assert engine.windows("b")[""].view(1e9, NOW).total == 0  # untouched SLOs are not refilled
+
+
+def test_reconfigure_without_history_starts_changed_slos_empty() -> None:
+    engine = SLOEngine(SLOS, FakeClock(NOW))
+    engine.add_probe_results(_results())
+    engine.reconfigure((replace(A, goodput=Goodput(0.9, ttft=0.9)),))
+    assert engine.windows("a")[""].view(1e9, NOW).total == 0
 
 
 def _render(families: list[Metric]) -> str:
