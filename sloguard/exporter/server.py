@@ -57,7 +57,9 @@ class _Handlers:
                 # Same answer for unknown users and wrong passwords: nothing to learn about who exists.
                 return web.Response(status=401, text="Unauthorized\n",
                                     headers={"WWW-Authenticate": 'Basic realm="sloguard"'})
-        return await handler(request)
+        response = await handler(request)
+        response.headers.update(self.web_config.headers)
+        return response
 
     async def metrics(self, request: web.Request) -> web.Response:
         om = _wants_openmetrics(request)

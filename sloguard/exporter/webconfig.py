@@ -34,11 +34,17 @@ class TLSServerConfig(BaseModel):
     max_version: Literal["TLS10", "TLS11", "TLS12", "TLS13"] | None = None
 
 
+class HTTPServerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    http2: bool = True  # accepted for compatibility; aiohttp serves HTTP/1.1
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
 class WebConfigSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     tls_server_config: TLSServerConfig | None = None
     basic_auth_users: dict[str, str] = Field(default_factory=dict)
-    http_server_config: dict[str, object] = Field(default_factory=dict)
+    http_server_config: HTTPServerConfig = Field(default_factory=HTTPServerConfig)
 
 
 @dataclass
@@ -47,6 +53,7 @@ class WebConfig:
 
     ssl_context: ssl.SSLContext | None = None
     users: dict[str, bytes] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
     _ok_cache: set[bytes] = field(default_factory=set)
 
     @property
@@ -67,7 +74,10 @@ class WebConfig:
         if any(hmac.compare_digest(key, k) for k in self._ok_cache):
             return True
         hashed = self.users.get(user, _DUMMY_HASH)
-        ok = bcrypt.checkpw(password.encode(), hashed) and user in self.users
+        try:
+            ok = bcrypt.checkpw(password.encode(), hashed) and user in self.users
+        except ValueError:  # bcrypt refuses passwords over 72 bytes: a wrong password, not a server error
+            return False
         if ok:
             self._ok_cache.add(key)
         return ok
@@ -82,9 +92,30 @@ def _ssl_context(tls: TLSServerConfig, base: Path) -> ssl.SSLContext:
     if tls.client_auth_type != "NoClientCert":
         if tls.client_ca_file:
             ctx.load_verify_locations(base / tls.client_ca_file)
-        strict = tls.client_auth_type in ("RequireAnyClientCert", "RequireAndVerifyClientCert")
+        strict = tls.client_auth_type == "RequireAndVerifyClientCert"
         ctx.verify_mode = ssl.CERT_REQUIRED if strict else ssl.CERT_OPTIONAL
     return ctx
+
+
+def _is_bcrypt(hashed: str) -> bool:
+    if not hashed.startswith(("$2a$", "$2b$", "$2y$")):
+        return False
+    try:
+        bcrypt.checkpw(b"probe", hashed.encode())
+    except ValueError:
+        return False
+    return True
+
+
+def _check_client_auth(tls: TLSServerConfig) -> list[str]:
+    if tls.client_auth_type in ("RequestClientCert", "RequireAnyClientCert"):
+        # Python's ssl verifies every certificate a client presents; exporter-toolkit's unverified modes
+        # cannot be reproduced, and silently verifying would be a different policy.
+        return [f"tls_server_config.client_auth_type: {tls.client_auth_type} is not supported; use "
+                "RequireAndVerifyClientCert or VerifyClientCertIfGiven"]
+    if tls.client_auth_type in ("VerifyClientCertIfGiven", "RequireAndVerifyClientCert") and not tls.client_ca_file:
+        return [f"tls_server_config.client_ca_file: required with client_auth_type {tls.client_auth_type}"]
+    return []
 
 
 def load_web_config(path: str | Path | None) -> WebConfig:
@@ -103,13 +134,16 @@ def load_web_config(path: str | Path | None) -> WebConfig:
         raise ConfigError(errors_from_validation(exc), str(p)) from None
     ctx = None
     if spec.tls_server_config is not None:
+        problems = _check_client_auth(spec.tls_server_config)
+        if problems:
+            raise ConfigError(problems, str(p))
         try:
             ctx = _ssl_context(spec.tls_server_config, p.parent)
         except (OSError, ssl.SSLError) as exc:
             raise ConfigError([f"tls_server_config: {exc}"], str(p)) from None
     users = {}
     for user, hashed in spec.basic_auth_users.items():
-        if not hashed.startswith(("$2a$", "$2b$", "$2y$")):
+        if not _is_bcrypt(hashed):
             raise ConfigError([f"basic_auth_users.{user}: must be a bcrypt hash"], str(p))
         users[user] = hashed.encode()
-    return WebConfig(ssl_context=ctx, users=users)
+    return WebConfig(ssl_context=ctx, users=users, headers=dict(spec.http_server_config.headers))

@@ -25,8 +25,9 @@ def test_endpoints() -> None:
     ep = Endpoints(snap, reload, lambda: state["ready"], {"slos": lambda: {"slos": []}})
 
     async def scenario() -> None:
-        async with TestClient(TestServer(build_app(ep, WebConfig()))) as c:
+        async with TestClient(TestServer(build_app(ep, WebConfig(headers={"X-Frame-Options": "deny"})))) as c:
             assert (await c.get("/-/healthy")).status == 200
+            assert (await c.get("/-/healthy")).headers["X-Frame-Options"] == "deny"
             assert (await c.get("/-/ready")).status == 503
             state["ready"] = True
             assert (await c.get("/-/ready")).status == 200

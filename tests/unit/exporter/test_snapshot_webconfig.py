@@ -64,6 +64,8 @@ def test_basic_auth_with_bcrypt(tmp_path: Path) -> None:
     assert not wc.check_header(None)
     assert not wc.check_header("Basic !!!notbase64")
     assert not wc.check_header("Bearer abc")
+    assert not wc.check_header(_basic("alice", "x" * 80))  # bcrypt refuses > 72 bytes: still just a 401
+    assert not wc.check_header(_basic("nobody", "x" * 80))
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -71,6 +73,13 @@ def test_basic_auth_with_bcrypt(tmp_path: Path) -> None:
     ("tls_server_config:\n  cert_file: nope.crt\n  key_file: nope.key\n", "tls_server_config: "),
     ("tls_server_config:\n  cert_file: a\n", "tls_server_config.key_file: required key is missing"),
     ("unknown: 1\n", "unknown: unknown key"),
+    ("basic_auth_users:\n  bob: '$2b$garbage'\n", "basic_auth_users.bob: must be a bcrypt hash"),
+    ("tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: RequireAndVerifyClientCert\n",
+     "tls_server_config.client_ca_file: required with client_auth_type RequireAndVerifyClientCert"),
+    ("tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: RequireAnyClientCert\n",
+     "tls_server_config.client_auth_type: RequireAnyClientCert is not supported"),
+    ("http_server_config:\n  headers: {X-Frame-Options: deny}\n  brotli: true\n",
+     "http_server_config.brotli: unknown key"),
 ])
 def test_bad_web_config_is_a_clear_error(tmp_path: Path, text: str, expected: str) -> None:
     f = tmp_path / "web.yml"
