@@ -7,6 +7,7 @@ import logging
 import sys
 import threading
 import time
+import traceback
 from typing import Any
 
 _SECRETS: set[str] = set()
@@ -24,7 +25,9 @@ def register_secret(value: str | None) -> None:
 
 def redact(text: str) -> str:
     """Return text with every registered secret replaced by <redacted>."""
-    for s in _SECRETS:
+    with _LOCK:
+        secrets = tuple(_SECRETS)
+    for s in secrets:
         if s in text:
             text = text.replace(s, REDACTED)
     return text
@@ -42,6 +45,7 @@ def _fields(record: logging.LogRecord) -> dict[str, Any]:
             out[k] = v
     if record.exc_info and record.exc_info[1] is not None:
         out["error"] = f"{type(record.exc_info[1]).__name__}: {record.exc_info[1]}"
+        out["traceback"] = "".join(traceback.format_exception(*record.exc_info)).rstrip()
     return out
 
 

@@ -42,3 +42,16 @@ def test_registered_secrets_are_redacted_from_logs() -> None:
     out = LogfmtFormatter().format(rec)
     assert "xoxb-123-abc-def" not in out
     assert "<redacted>" in out
+
+
+def test_exceptions_are_logged_with_their_traceback_redacted() -> None:
+    register_secret("sk-trace-secret-42")
+    try:
+        raise RuntimeError("failed with sk-trace-secret-42")
+    except RuntimeError:
+        import sys
+
+        rec = logging.LogRecord("t", logging.ERROR, __file__, 1, "step failed", (), sys.exc_info())
+    out = LogfmtFormatter().format(rec)
+    assert "traceback=" in out and "test_exceptions_are_logged_with_their_traceback_redacted" in out
+    assert "sk-trace-secret-42" not in out
