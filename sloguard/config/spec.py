@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from sloguard.config.units import Duration
 
@@ -38,17 +40,31 @@ class LogSpec(Strict):
     level: Literal["debug", "info", "warning", "error"] = "info"
 
 
+def _no_userinfo(url: str) -> str:
+    if urlsplit(url).password is not None or "@" in urlsplit(url).netloc:
+        raise ValueError("credentials in the URL are not allowed (they would reach logs): use api_key_file")
+    return url
+
+
 class TargetSpec(SecretSource):
     name: Name
     engine: Engine = "auto"
-    metrics_url: str | None = Field(default=None, pattern=r"^(https?://|file://).+")
-    api_url: str | None = Field(default=None, pattern=r"^https?://.+")
+    metrics_url: Annotated[str, AfterValidator(_no_userinfo)] | None = Field(
+        default=None, pattern=r"^(https?://|file://).+")
+    api_url: Annotated[str, AfterValidator(_no_userinfo)] | None = Field(default=None, pattern=r"^https?://.+")
     model: str | None = None
     api_key_file: str | None = None
     api_key_env: str | None = None
     scrape_interval: PositiveDuration = 15.0
     scrape_timeout: PositiveDuration = 10.0
     max_body_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
+
+    @model_validator(mode="after")
+    def _scrapeable(self) -> TargetSpec:
+        if self.engine == "openai" and self.metrics_url is not None:
+            raise ValueError("engine 'openai' is probe-only and has no /metrics format: remove metrics_url or "
+                             "name the engine (or auto)")
+        return self
 
 
 class PromptSpec(Strict):

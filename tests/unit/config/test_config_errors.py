@@ -198,3 +198,19 @@ def test_references_to_an_invalid_item_are_not_reported_twice() -> None:
     with pytest.raises(ConfigError) as info:
         parse_config(doc)
     assert [e.split(":")[0] for e in info.value.errors] == ["targets[0].engine"]
+
+
+@pytest.mark.parametrize(("target", "expected"), [
+    ({"metrics_url": "http://user:pw@10.0.0.5:8000/metrics"},
+     "targets[0].metrics_url: credentials in the URL are not allowed (they would reach logs): use api_key_file"),
+    ({"api_url": "https://sk-token@gateway.example"},
+     "targets[0].api_url: credentials in the URL are not allowed (they would reach logs): use api_key_file"),
+    ({"engine": "openai", "metrics_url": "http://127.0.0.1:8000/metrics"},
+     "targets[0]: engine 'openai' is probe-only and has no /metrics format: remove metrics_url or name the "
+     "engine (or auto)"),
+])
+def test_target_url_and_engine_errors(target: dict[str, str], expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({"version": "sloguard/v1", "targets": [{"name": "t", **target}]})
+    assert info.value.errors == [expected]
+    assert "pw@" not in str(info.value) and "sk-token" not in str(info.value)
