@@ -91,6 +91,8 @@ class SourceRunner:
         except Exception as exc:  # a bug in one source must not stop the others
             reason, msg = "exception", f"{type(exc).__name__}: {exc}"
             log.debug("source raised", exc_info=True)
+        if not any(s is src for s in self.sources):
+            return  # replaced by a reload while it ran: its result must not resurrect removed series
         state.duration = time.perf_counter() - start
         state.runs += 1
         if reason is None:

@@ -36,6 +36,8 @@ def _run(sources: list[FakeSource]) -> tuple[SourceRunner, list[object]]:
     snap, seen = Snapshot(), []
     runner = SourceRunner(snap, lambda src, out: seen.append(out.payload), FakeClock(1000.0))
 
+    runner.sources = list(sources)
+
     async def go() -> None:
         await asyncio.gather(*(runner.run_once(s) for s in sources))
 
@@ -70,6 +72,7 @@ def test_a_failing_source_drops_its_stale_families() -> None:
     src = FakeSource("x", "ok")
     snap = Snapshot()
     runner = SourceRunner(snap, lambda s, o: None, FakeClock())
+    runner.sources = [src]
     asyncio.run(runner.run_once(src))
     assert b"sloguard_fake" in snap.render()
     src.behaviour = "error"
@@ -80,3 +83,30 @@ def test_a_failing_source_drops_its_stale_families() -> None:
 def test_fake_source_satisfies_protocol() -> None:
     s: Source = FakeSource("x", "ok")
     assert s.kind == "fake"
+
+
+def test_a_run_that_finishes_after_a_reload_removed_its_source_is_discarded() -> None:
+    snap, seen = Snapshot(), []
+    runner = SourceRunner(snap, lambda src, out: seen.append(out.payload), FakeClock())
+    gone, kept = FakeSource("gone", "ok"), FakeSource("kept", "ok")
+    release = asyncio.Event()
+    original = gone.collect
+
+    async def slow() -> SourceOutput:
+        await release.wait()
+        return await original()
+
+    gone.collect = slow  # type: ignore[method-assign]
+
+    async def go() -> None:
+        runner.sources = [gone, kept]
+        task = asyncio.create_task(runner.run_once(gone))
+        await asyncio.sleep(0)
+        runner.sources = [kept]  # what replace() leaves after a reload removed "gone"
+        runner.snapshot.drop(source_key(gone))
+        release.set()
+        await task
+
+    asyncio.run(go())
+    present = snap.keys()
+    assert seen == [] and source_key(gone) not in present
