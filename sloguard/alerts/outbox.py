@@ -21,7 +21,8 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS outbox (
   id INTEGER PRIMARY KEY AUTOINCREMENT, notifier TEXT NOT NULL, group_key TEXT NOT NULL,
   payload TEXT NOT NULL, created_at REAL NOT NULL, next_attempt REAL NOT NULL,
-  attempts INTEGER NOT NULL DEFAULT 0, inflight INTEGER NOT NULL DEFAULT 0, last_error TEXT NOT NULL DEFAULT '');
+  attempts INTEGER NOT NULL DEFAULT 0, inflight INTEGER NOT NULL DEFAULT 0, last_error TEXT NOT NULL DEFAULT '',
+  maybe_sent INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS outbox_dead (
   id INTEGER PRIMARY KEY, notifier TEXT NOT NULL, group_key TEXT NOT NULL, payload TEXT NOT NULL,
   created_at REAL NOT NULL, outcome TEXT NOT NULL, error TEXT NOT NULL, at REAL NOT NULL);
@@ -47,7 +48,8 @@ class Backoff:
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """One stored delivery; `resumed` is True when a previous attempt may have reached the receiver."""
+    """One stored delivery; `resumed` is True when a previous attempt may have reached the receiver
+    (it was in flight when the process died, or failed ambiguously: timeout, disconnect, 5xx)."""
 
     id: int
     notification: Notification
@@ -68,6 +70,10 @@ class Outbox:
         self.counts: Counter[tuple[str, str]] = Counter()
         with lock:
             conn.executescript(SCHEMA)
+            columns = {r[1] for r in conn.execute("PRAGMA table_info(outbox)")}
+            if "maybe_sent" not in columns:  # a store written before ambiguous failures were remembered
+                with conn:
+                    conn.execute("ALTER TABLE outbox ADD COLUMN maybe_sent INTEGER NOT NULL DEFAULT 0")
 
     def put(self, notes: Sequence[Notification], now: float, supersede: Collection[str] = ()) -> None:
         """Insert notifications inside the caller's transaction (committed with the alert state).
@@ -89,18 +95,14 @@ class Outbox:
         """Mark and return the oldest due item of each group (groups deliver in order); commit the mark."""
         with self.lock, self.conn:
             rows = self.conn.execute(
-                "SELECT o.id, o.payload, o.created_at, o.attempts, o.inflight, r.ref FROM outbox o "
+                "SELECT o.id, o.payload, o.created_at, o.attempts, o.inflight OR o.maybe_sent, r.ref FROM outbox o "
                 "LEFT JOIN outbox_refs r ON r.notifier = o.notifier AND r.group_key = o.group_key "
                 "WHERE o.notifier = ? AND o.id IN (SELECT MIN(id) FROM outbox WHERE notifier = ? GROUP BY group_key) "
                 "AND o.next_attempt <= ? ORDER BY o.id", (notifier, notifier, now)).fetchall()
             self.conn.executemany("UPDATE outbox SET inflight = 1, attempts = attempts + 1 WHERE id = ?",
                                   [(r[0],) for r in rows])
-        items = [Item(r[0], notification_from_dict(json.loads(r[1])), r[2], r[3] + 1, bool(r[4]),
-                      json.loads(r[5]) if r[5] else None) for r in rows]
-        for it in items:
-            if it.resumed:
-                self.counts[(notifier, "duplicate_possible")] += 1
-        return items
+        return [Item(r[0], notification_from_dict(json.loads(r[1])), r[2], r[3] + 1, bool(r[4]),
+                     json.loads(r[5]) if r[5] else None) for r in rows]
 
     def ack(self, item: Item, ref: dict[str, str] | None) -> None:
         """Delete a delivered item and remember the receiver's message reference for its group."""
@@ -111,16 +113,23 @@ class Outbox:
                 self.conn.execute("INSERT OR REPLACE INTO outbox_refs VALUES (?, ?, ?)",
                                   (n.notifier, n.group_key, json.dumps(ref)))
         self.counts[(n.notifier, "sent")] += 1
+        if item.resumed:  # an earlier attempt may have reached the receiver too
+            self.counts[(n.notifier, "duplicate_possible")] += 1
 
-    def retry(self, item: Item, error: str, now: float, max_age: float, retry_after: float | None = None) -> None:
-        """Schedule the next attempt after backoff (at least Retry-After); expire it past `max_age`."""
+    def retry(self, item: Item, error: str, now: float, max_age: float, retry_after: float | None = None,
+              ambiguous: bool = False) -> None:
+        """Schedule the next attempt after backoff (at least Retry-After); expire it past `max_age`.
+
+        `ambiguous`: this attempt may have reached the receiver; remembered so the eventual ack counts
+        a possible duplicate.
+        """
         if now - item.created_at >= max_age:
             self._bury(item, "expired", error, now)
             return
         delay = max(self.backoff.delay(item.attempts, self.rng), retry_after or 0.0)
         with self.lock, self.conn:
-            self.conn.execute("UPDATE outbox SET inflight = 0, next_attempt = ?, last_error = ? WHERE id = ?",
-                              (now + delay, error, item.id))
+            self.conn.execute("UPDATE outbox SET inflight = 0, next_attempt = ?, last_error = ?, "
+                              "maybe_sent = maybe_sent OR ? WHERE id = ?", (now + delay, error, ambiguous, item.id))
         self.counts[(item.notification.notifier, "retried")] += 1
         log.warning("notification delivery failed, will retry", extra={
             "notifier": item.notification.notifier, "attempt": item.attempts, "retry_in_s": round(delay, 3),

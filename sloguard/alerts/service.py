@@ -128,7 +128,8 @@ class Alerting:
             ref = await notifier.send(item.notification, item.ref)
         except DeliveryError as exc:
             if exc.retryable:
-                self.outbox.retry(item, str(exc), self.clock.now(), spec.max_delivery_age, exc.retry_after)
+                self.outbox.retry(item, str(exc), self.clock.now(), spec.max_delivery_age, exc.retry_after,
+                                  exc.ambiguous)
             else:
                 self.outbox.fail(item, str(exc), self.clock.now())
         except Exception as exc:  # a notifier bug must not lose the notification: retry until expiry

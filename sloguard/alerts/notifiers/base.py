@@ -18,15 +18,23 @@ Ref = dict[str, str]
 Sleep = Callable[[float], Awaitable[None]]
 # Errors that mean "the receiver was not reached or did not answer": always worth another try.
 TRANSIENT = (aiohttp.ClientError, asyncio.TimeoutError, TimeoutError, OSError)
+# Of those, the ones raised before any byte of the request left: no duplicate is possible after them.
+NOT_SENT = (aiohttp.ClientConnectorError, ConnectionRefusedError, aiohttp.InvalidURL)
 
 
 class DeliveryError(Exception):
-    """A failed delivery: `retryable` decides retry vs dead letter; the message never holds a secret."""
+    """A failed delivery: `retryable` decides retry vs dead letter; the message never holds a secret.
 
-    def __init__(self, message: str, retryable: bool, retry_after: float | None = None) -> None:
+    `ambiguous`: the receiver may have got (and acted on) the request anyway (a timeout or a disconnect
+    after sending, a 5xx), so a later successful retry is counted as a possible duplicate.
+    """
+
+    def __init__(self, message: str, retryable: bool, retry_after: float | None = None,
+                 ambiguous: bool = False) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
+        self.ambiguous = ambiguous
 
 
 class Notifier(Protocol):
@@ -50,8 +58,12 @@ def scrub(text: str, secrets: Iterable[str | None]) -> str:
 
 
 def transient(exc: BaseException, secrets: Iterable[str | None]) -> DeliveryError:
-    """Return a retryable error naming the exception type, secrets scrubbed (URLs can carry tokens)."""
-    return DeliveryError(scrub(f"{type(exc).__name__}: {exc}", secrets)[:300], retryable=True)
+    """Return a retryable error naming the exception type, secrets scrubbed (URLs can carry tokens).
+
+    Only a failure to connect proves the request was never sent; anything else is ambiguous.
+    """
+    sent = not isinstance(exc, NOT_SENT)
+    return DeliveryError(scrub(f"{type(exc).__name__}: {exc}", secrets)[:300], retryable=True, ambiguous=sent)
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -67,7 +79,7 @@ def http_error(status: int, body: str, retry_after: str | None) -> DeliveryError
     if 200 <= status < 300:
         return None
     retryable = status in (408, 429) or status >= 500
-    return DeliveryError(f"HTTP {status}: {body[:200]}", retryable, parse_retry_after(retry_after))
+    return DeliveryError(f"HTTP {status}: {body[:200]}", retryable, parse_retry_after(retry_after), status >= 500)
 
 
 def iso(ts: float) -> str:
@@ -107,4 +119,4 @@ async def post_json(url: str, body: Any, what: str, secrets: Iterable[str | None
     except TRANSIENT as exc:
         raise transient(exc, secrets) from None
     if err is not None:
-        raise DeliveryError(scrub(f"{what} {err}", secrets), err.retryable, err.retry_after)
+        raise DeliveryError(scrub(f"{what} {err}", secrets), err.retryable, err.retry_after, err.ambiguous)

@@ -98,7 +98,8 @@ def api_error(exc: SlackApiError, secrets: Sequence[str | None]) -> DeliveryErro
     raw = headers.get("retry-after")
     after = parse_retry_after(raw[0] if isinstance(raw, list) else raw)
     retryable = status == 429 or status >= 500 or code not in PERMANENT
-    return DeliveryError(scrub(f"slack API HTTP {status} error={code or 'none'}", secrets), retryable, after)
+    return DeliveryError(scrub(f"slack API HTTP {status} error={code or 'none'}", secrets), retryable, after,
+                         ambiguous=status >= 500)
 
 
 def open_messages(ref: Mapping[str, str] | None) -> list[tuple[str, str]]:
@@ -159,7 +160,8 @@ class SlackNotifier:
         if err is not None:
             body = (resp.body or "").strip()
             retryable = err.retryable or (body not in PERMANENT and resp.status_code != 400)
-            raise DeliveryError(scrub(f"slack webhook {err}", [self._secret]), retryable, err.retry_after)
+            raise DeliveryError(scrub(f"slack webhook {err}", [self._secret]), retryable, err.retry_after,
+                                err.ambiguous)
 
     async def send(self, note: Notification, ref: Mapping[str, str] | None) -> Ref | None:
         """Post (or update on resolve) one message; raise DeliveryError classified for retry."""

@@ -62,3 +62,18 @@ def test_undelivered_scan_uses_the_timestamp_index() -> None:
     plan = outbox().conn.execute("EXPLAIN QUERY PLAN SELECT notifier, outcome, COUNT(*) FROM outbox_dead "
                                  "WHERE at > ? GROUP BY notifier, outcome", (0.0,)).fetchall()
     assert any("outbox_dead_at" in str(row) for row in plan)
+
+
+def test_a_store_from_before_maybe_sent_is_migrated() -> None:
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    conn.execute("CREATE TABLE outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, notifier TEXT NOT NULL, "
+                 "group_key TEXT NOT NULL, payload TEXT NOT NULL, created_at REAL NOT NULL, "
+                 "next_attempt REAL NOT NULL, "
+                 "attempts INTEGER NOT NULL DEFAULT 0, inflight INTEGER NOT NULL DEFAULT 0, "
+                 "last_error TEXT NOT NULL DEFAULT '')")
+    box = Outbox(conn, threading.RLock())
+    with box.conn:
+        box.put([note("hook", "g", 0.0)], 0.0)
+    (item,) = box.take("hook", 0.0)
+    box.retry(item, "timeout", 0.0, 600.0, ambiguous=True)
+    assert box.take("hook", 1000.0)[0].resumed

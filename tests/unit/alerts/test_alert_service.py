@@ -211,3 +211,23 @@ def test_prune_keeps_a_week_of_dead_letters(tmp_path: Path) -> None:
     svc = rejected(tmp_path, clock)
     assert svc.prune(clock.now() + 6 * 86400) == 0 and svc.prune(clock.now() + 8 * 86400) == 1
     assert svc.debug_json()["outbox"]["dead"] == []  # type: ignore[index]
+
+
+@pytest.mark.parametrize(("script", "expected"), [
+    ([DeliveryError("timeout", True, ambiguous=True)], {"retried": 1, "sent": 1, "duplicate_possible": 1}),
+    ([DeliveryError("HTTP 503", True, ambiguous=True)] * 2, {"retried": 2, "sent": 1, "duplicate_possible": 1}),
+    ([DeliveryError("refused", True), DeliveryError("HTTP 502", True, ambiguous=True)],
+     {"retried": 2, "sent": 1, "duplicate_possible": 1}),
+    ([DeliveryError("HTTP 429", True, retry_after=1.0)], {"retried": 1, "sent": 1}),  # not processed: no dup
+    ([DeliveryError("refused", True)], {"retried": 1, "sent": 1}),
+])
+def test_success_after_an_ambiguous_failure_counts_a_possible_duplicate(
+        tmp_path: Path, script: list[Exception], expected: dict[str, float]) -> None:
+    clock = FakeClock(1000.0)
+    svc = make(tmp_path, clock)
+    FakeNotifier.script = list(script)
+    svc.evaluate(HIGH, clock.now())
+    for _ in range(len(script) + 1):
+        asyncio.run(svc.deliver_due())
+        clock.advance(60)
+    assert len(FakeNotifier.sent) == 1 and counts(svc) == expected

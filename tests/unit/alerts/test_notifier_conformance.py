@@ -10,11 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from support.slack_double import SlackDouble
 
 from sloguard.alerts.notifiers import NOTIFIERS, DeliveryError
 from sloguard.alerts.notifiers import slack as slack_mod
+from sloguard.alerts.notifiers.base import http_error, transient
 from sloguard.alerts.service import Alerting
 from sloguard.clock import FakeClock
 from sloguard.config.spec import Config
@@ -177,3 +179,15 @@ def test_slack_resolve_updates_every_open_message_of_the_group(
     mine = [m for ts, m in double.messages.items() if ts not in before]
     assert len(mine) == posted
     assert sum(not m["text"].startswith("[RESOLVED]") for m in mine) == left_firing
+
+
+@pytest.mark.parametrize(("error", "ambiguous"), [
+    (transient(ConnectionRefusedError(111, "refused"), []), False),    # never sent
+    (transient(TimeoutError(), []), True),                             # sent, no answer in time
+    (transient(aiohttp.ServerDisconnectedError(), []), True),          # dropped after sending
+    (http_error(503, "x", None), True),
+    (http_error(429, "x", "3"), False),
+    (http_error(400, "x", None), False),
+])
+def test_ambiguous_failures_are_marked(error: DeliveryError | None, ambiguous: bool) -> None:
+    assert error is not None and error.ambiguous is ambiguous
