@@ -190,6 +190,10 @@ class HistogramWindow:
         """Return the counter resets (engine restarts) seen so far."""
         return self._resets
 
+    def newest(self) -> float | None:
+        """Return the timestamp of the newest point, or None when empty."""
+        return self._ts[-1] if self._ts else None
+
     def _thin(self, now: float) -> None:
         """Drop points older than max_age (keeping one base) and keep one point per time slot.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
@@ -79,6 +79,18 @@ class ServerWindows:
             and (h := win.over(window, now)) is not None
         ]
         return merge(found)
+
+    def reconfigure(self, targets: Collection[str], max_age: float, now: float) -> None:
+        """Apply a reload: forget removed targets and series silent for max_age, adopt the new horizon."""
+        self.max_age = max_age
+        for table in (self._hist, self._count):
+            for key in [k for k, w in table.items() if k[0] not in targets or (w.newest() or 0.0) < now - max_age]:
+                del table[key]
+            for win in table.values():
+                win.max_age = max_age
+        for target in [t for t in self._latest if t not in targets]:
+            del self._latest[target]
+            self._restarts.pop(target, None)
 
     def restarts(self) -> dict[str, int]:
         """Return engine restarts (counter resets) seen per target."""

@@ -89,3 +89,19 @@ def test_families_pass_promtool() -> None:
     out = subprocess.run(["promtool", "check", "metrics"], input=render(sw, 30), capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.strip() == "" and out.stderr.strip() == ""
+
+
+def test_reconfigure_forgets_removed_targets_and_adopts_the_new_horizon() -> None:
+
+    sw = ServerWindows(windows=(60.0,), max_age=900.0)
+    h = Histogram(((0.5, 1.0), (math.inf, 2.0)), 2.0, 1.0)
+    for target in ("kept", "gone"):
+        sw.add(ServerView(target, "vllm", 1000.0, {"m": ModelView("m", histograms={"ttft": h})}))
+    sw.reconfigure({"kept"}, max_age=86400.0, now=1010.0)
+    assert sw.histogram("gone", None, "ttft", 60.0, 1010.0) is None
+    assert "gone" not in sw.restarts() and all(k[0] == "kept" for k in sw._hist)
+    assert all(w.max_age == 86400.0 for w in sw._hist.values())
+    families = {s.labels.get("target") for f in sw.families(1010.0) for s in f.samples}
+    assert "gone" not in families
+    sw.reconfigure({"kept"}, max_age=60.0, now=5000.0)  # silent for longer than the horizon: dropped
+    assert not sw._hist
