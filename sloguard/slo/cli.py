@@ -58,7 +58,7 @@ def main(argv: list[str]) -> int:
     at = args.at if args.at is not None else max((r.ts for r in results), default=0.0)
     slos = tuple(s for s in slos_from_config(cfg) if s.source == "probe")
     engine = SLOEngine(slos, FakeClock(at))
-    engine.rebuild(r for r in results if r.ts <= at)
+    engine.rebuild(sorted((r for r in results if r.ts <= at), key=lambda r: r.ts))  # rebuild streams as given
     doc = {"at": at, "results": len(results), **api_json(engine.evaluate(at))}
     print(json.dumps(doc, indent=2, sort_keys=True))
     return 0

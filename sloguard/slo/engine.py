@@ -79,7 +79,7 @@ class SLOEngine:
             if kept is not None and kept.key == slo.key:
                 windows[slo.name] = self._windows[slo.name]
             else:
-                windows[slo.name] = {ALL: ProbeWindow(slo.window)}
+                windows[slo.name] = {ALL: ProbeWindow(slo.window, since=self._clock.now())}
                 fresh.add(slo.name)
         # Both series of every probe SLO exist at 0 from the start, so rate() sees the first bad request.
         zero = {(s.name, good): 0 for s in slos if s.source == "probe" for good in (False, True)}

@@ -4,8 +4,10 @@ Definitions (README-ready):
 - quantiles: probe SLOs use numpy `linear` percentiles while exact (sloguard.windows.probe), server SLOs
   Prometheus `histogram_quantile` maths on the window's bucket deltas (sloguard.windows.histo).
 - compliance: probe: quantile ≤ threshold; server: share of observations ≤ threshold ≥ percentile/100.
-- goodput ratio = good / requests, rate = good / window seconds (probe SLOs only: histograms cannot
-  tell which request met every threshold).
+- goodput ratio = good / requests, rate = good / covered seconds (probe SLOs only: histograms cannot
+  tell which request met every threshold). Covered = min(window, now − since), since = when the SLO's
+  windows began observing (engine start or reload) or the oldest row added (restart rebuild), if older:
+  a 1h window 10 min after a first start divides by 600 s, not 3600 s. No covered time: no rate.
 - probe SLOs: error_ratio = the share of requests that spent error budget (model.budget_sli);
   burn rate = error_ratio / (1 − budget_objective).
 - server SLOs (histograms cannot tell which request failed or met every threshold): each objective
@@ -81,7 +83,7 @@ def _ratio(part: float, whole: float) -> float | None:
     return part / whole if whole > 0 else None
 
 
-def _probe_counts(slo: SLO, view: WindowView, window: float, segment: str) -> WindowStatus:
+def _probe_counts(slo: SLO, view: WindowView, window: float, segment: str, covered: float) -> WindowStatus:
     total = view.total
     bad = total - (view.good if budget_sli(slo) == "goodput" else view.ok)
     error_ratio = _ratio(bad, total)
@@ -89,7 +91,7 @@ def _probe_counts(slo: SLO, view: WindowView, window: float, segment: str) -> Wi
     return WindowStatus(
         window, segment, total, view.good, total - view.ok,
         _ratio(view.good, total) if slo.goodput is not None else None,
-        view.good / window if has_goodput else None,
+        _ratio(view.good, covered) if has_goodput else None,
         error_ratio, _ratio(total - view.ok, total),
         burn_rate(error_ratio, budget_objective(slo)), view.exact,
     )
@@ -181,7 +183,8 @@ def evaluate(slo: SLO, probe: Mapping[str, ProbeWindow] | None, now: float,
             continue
         for segment, pw in sorted((probe or {}).items()):
             view = pw.view(w, now)
-            windows.append(_probe_counts(slo, view, w, segment))
+            covered = (probe or {}).get("", pw).covered(w, now)  # segments share the SLO's observed span
+            windows.append(_probe_counts(slo, view, w, segment, covered))
             objectives += _probe_objectives(slo, view, w, segment)
             stages += _stages(slo, view, sreader if not segment else None, w, segment)
     budget = next((s.burn_rate for s in windows if s.window == slo.window and not s.segment), None)

@@ -199,7 +199,7 @@ class WindowStatus:
     good: int | None  # probe SLOs only: succeeded and met every goodput threshold
     failed: int | None
     goodput_ratio: float | None
-    goodput_rate: float | None  # good requests per second of window
+    goodput_rate: float | None  # good requests per observed second of the window (evaluate: covered)
     error_ratio: float | None  # share of requests that spent error budget (see budget_sli)
     failure_ratio: float | None
     burn_rate: float | None

@@ -12,6 +12,7 @@ nearest bucket boundary (≤ bucket width / 2). Counts (total, ok, good) are exa
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from operator import attrgetter
 
@@ -66,8 +67,9 @@ class WindowView:
 class ProbeWindow:
     """The requests of one SLO (or one segment of it) over its longest window."""
 
-    def __init__(self, longest: float, cap: int = RAW_CAP, chunk: int = EVICT_CHUNK) -> None:
+    def __init__(self, longest: float, cap: int = RAW_CAP, chunk: int = EVICT_CHUNK, since: float = -math.inf) -> None:
         self.longest = longest
+        self.since = since  # observed since: creation time or the oldest row added, whichever is earlier
         self._raw = RawRing(len(_STORED), cap, chunk)
         self._old = BucketRing(len(METRICS), max(MIN_BUCKET, longest / BUCKETS_PER_WINDOW))
         self._pending: list[tuple[float | int | None, ...]] = []
@@ -77,6 +79,8 @@ class ProbeWindow:
     def add(self, result: ProbeResult, good: bool) -> None:
         """Record one request (O(1): buffered, stored in bulk); `good` says it met every goodput threshold."""
         flags = (OK | (GOOD if good else 0)) if result.ok else 0
+        if result.ts < self.since:
+            self.since = result.ts
         self._pending.append((result.ts, flags, *(_READ(result) if result.ok else _FAILED)))
         if len(self._pending) >= self._flush_at:
             self._flush()
@@ -100,6 +104,10 @@ class ProbeWindow:
         return WindowView(total + old.total, ok + old.count(OK), good + old.count(GOOD),
                           lambda m: self._column(m, lo, hi),
                           lambda m: merge([old.sketch(m), self._raw_sketch(m, lo, hi)]))
+
+    def covered(self, window: float, now: float) -> float:
+        """Return the seconds of `window` observed: min(window, now − since), ≥ 0 (window when since is −inf)."""
+        return max(0.0, min(window, now - self.since))
 
     @property
     def nbytes(self) -> int:

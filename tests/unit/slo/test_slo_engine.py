@@ -105,6 +105,33 @@ def test_reconfigure_keeps_windows_of_same_definition() -> None:
     assert engine.windows("b")[""].view(1e9, NOW).total == 0
 
 
+GOODPUT = SLO("g", "t", goodput=Goodput(0.9, ttft=0.5))
+
+
+def _good_every_10s(start: float, end: float) -> list[ProbeResult]:
+    return [ProbeResult(ts=ts, probe="p", target="t", model="m", api="chat", ok=True, ttft_s=0.1, e2e_s=1.0)
+            for ts in range(int(start) + 10, int(end) + 1, 10)]
+
+
+# (seconds since the engine started, window, rebuilt from the store?, expected good/s): one good request per 10 s
+@pytest.mark.parametrize(("elapsed", "window", "rebuilt", "rate"), [
+    (600, 3600.0, False, 60 / 600),  # not yet full: divided by the 600 s covered, not 3600 s
+    (600, 28 * 86400.0, False, 60 / 600),
+    (600, 300.0, False, 30 / 300),  # full
+    (7200, 3600.0, False, 360 / 3600),  # full
+    (600, 3600.0, True, 60 / 590),  # restart at NOW: covered back to the oldest stored row (NOW - 590)
+    (0, 3600.0, False, None),  # nothing covered yet
+])
+def test_goodput_rate_divides_by_covered_span(elapsed: int, window: float, rebuilt: bool,
+                                              rate: float | None) -> None:
+    results = _good_every_10s(NOW - elapsed, NOW) or [_good_every_10s(NOW - 10, NOW)[0]]
+    engine = SLOEngine((GOODPUT,), FakeClock(NOW if rebuilt else NOW - elapsed))
+    engine.rebuild(results) if rebuilt else engine.add_probe_results(results)
+    (st,) = engine.evaluate(NOW)
+    got = next(w.goodput_rate for w in st.windows if w.window == window)
+    assert got == (None if rate is None else pytest.approx(rate))
+
+
 class History:
     """Stored results, oldest first; records whether the engine read them."""
 

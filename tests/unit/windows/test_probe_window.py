@@ -125,3 +125,19 @@ def test_sketch_view_extends_its_cached_raw_sketch_exactly() -> None:
     view = cached.view(86400.0, 2000.0)
     assert not view.exact
     assert view.quantiles("ttft", (0.5, 0.9)) == fresh.view(86400.0, 2000.0).quantiles("ttft", (0.5, 0.9))
+
+
+# (created at, row timestamps, window, now, covered seconds): observed since creation or the oldest row
+@pytest.mark.parametrize(("since", "rows", "window", "now", "covered"), [
+    (1000.0, [], 3600.0, 1600.0, 600.0),
+    (1000.0, [1100.0], 3600.0, 1600.0, 600.0),
+    (1000.0, [900.0, 1500.0], 3600.0, 1600.0, 700.0),  # a rebuilt row older than creation
+    (1000.0, [], 300.0, 1600.0, 300.0),  # full window
+    (1000.0, [], 300.0, 1000.0, 0.0),
+    (float("-inf"), [1500.0], 3600.0, 1600.0, 3600.0),  # no start given: the whole window
+])
+def test_covered_span(since: float, rows: list[float], window: float, now: float, covered: float) -> None:
+    pw = ProbeWindow(86400.0, since=since)
+    for ts in rows:
+        pw.add(_result(ts, 0.1), good=True)
+    assert pw.covered(window, now) == covered
