@@ -81,9 +81,9 @@ def burn_annotations(slo: SLO, bw: BurnWindow) -> Mapping[str, str]:
     return _m(
         summary=f"SLO {slo.name} is burning its error budget {bw.factor(slo.window):.3g}x too fast "
                 f"({long_w}/{short_w})",
-        description=f'burn rate {{{{ $value | printf "%.1f" }}}}x over {long_w}; objective {objective * 100:g}% '
+        description=f'burn rate {{{{ $value | printf "%.1f" }}}}x over {long_w}; objective {objective * 100:.10g}% '
                     f"over {format_duration(slo.window)}",
-        objective=f"{objective:g}", runbook_url=slo.runbook_url, dashboard_url=slo.dashboard_url)
+        objective=repr(float(objective)), runbook_url=slo.runbook_url, dashboard_url=slo.dashboard_url)
 
 
 def burn_labels(slo: SLO, bw: BurnWindow) -> Mapping[str, str]:

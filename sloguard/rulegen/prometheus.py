@@ -35,7 +35,7 @@ def _quantile(slo: SLO, metric: str, q: float, window: float) -> dict[str, Any]:
     sel = f'probe="{slo.probe}"' if slo.probe else f'target="{slo.target}"'
     w = format_duration(window)
     return {"record": f"sloguard:slo_quantile_seconds:rate{w}",
-            "expr": f"histogram_quantile({q:g}, sum by (le) "
+            "expr": f"histogram_quantile({float(q)!r}, sum by (le) "
                     f"(rate(sloguard_probe_{metric}_seconds_bucket{{{sel}}}[{w}])))",
             "labels": {"slo": slo.name, "metric": metric, "quantile": f"{q:g}"}}
 
@@ -55,7 +55,7 @@ def recording_rules(slos: Sequence[SLO]) -> list[dict[str, Any]]:
 
 def burn_alerts(slo: SLO) -> list[dict[str, Any]]:
     """Return one alert per BURN_WINDOWS row; $value is the long-window burn rate, as in the live engine."""
-    budget = f"(1 - {budget_objective(slo):g})"
+    budget = f"(1 - {float(budget_objective(slo))!r})"  # repr: exact; `:g` would round 0.9999995 to 1
     out = []
     for bw in BURN_WINDOWS:
         f = f"{bw.factor(slo.window):.10g}"

@@ -63,7 +63,7 @@ def _alert_block(a: Alert) -> list[dict[str, Any]]:
     if "slo" in lab:
         fields.append(f"*SLO*\n{lab['slo']}")
     if "objective" in ann:
-        fields.append(f"*Objective*\n{float(ann['objective']) * 100:g}%")
+        fields.append(f"*Objective*\n{float(ann['objective']) * 100:.10g}%")
     block: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": text[:2900]},
                                     "fields": [{"type": "mrkdwn", "text": f} for f in fields]}]
     links = [f"<{ann[k]}|{title}>" for k, title in (("runbook_url", "Runbook"), ("dashboard_url", "Dashboard"))

@@ -17,11 +17,11 @@ from sloguard.slo.model import slos_from_config
 EXPR = 'sloguard_slo_quantile_seconds{slo="a",metric="ttft",quantile="0.95",window="5m"} > 2'
 
 
-def config(builtin: bool = True, window: str = "30d") -> Config:
+def config(builtin: bool = True, window: str = "30d", target: float = 0.999) -> Config:
     return Config.model_validate({
         "version": "sloguard/v1", "builtin_alerts": builtin,
         "targets": [{"name": "t", "api_url": "http://x"}],
-        "slos": [{"name": "a", "target": "t", "error_rate": {"target": 0.999}, "error_budget_window": window,
+        "slos": [{"name": "a", "target": "t", "error_rate": {"target": target}, "error_budget_window": window,
                   "objectives": [{"metric": "ttft", "percentile": 95, "threshold": "1s"}]},
                  {"name": "srv", "target": "t", "source": "server",
                   "objectives": [{"metric": "queue", "percentile": 95, "threshold": "1s"}]}],
@@ -44,6 +44,17 @@ def test_burn_alerts_follow_the_shared_table(window: str, factors: list[str]) ->
     assert [str(r["expr"]).rsplit("> ", 1)[1] for r in got] == factors
     live = burn_rules(slos_from_config(cfg)[0])
     assert [r["labels"] for r in got] == [dict(r.labels) for r in live]
+
+
+@pytest.mark.parametrize(("target", "budget", "shown"), [
+    (0.999, "(1 - 0.999)", "0.999"),
+    (0.9999995, "(1 - 0.9999995)", "0.9999995"),     # `:g` wrote 1: the rule divided by zero
+    (0.99999999999, "(1 - 0.99999999999)", "0.99999999999"),
+])
+def test_objective_is_written_exactly(target: float, budget: str, shown: str) -> None:
+    got = rules(generate(config(target=target))[SLO_ALERTS])
+    assert all(budget in str(r["expr"]) for r in got)
+    assert {r["annotations"]["objective"] for r in got} == {shown}  # type: ignore[index]
 
 
 def test_threshold_exprs_are_verbatim_and_builtins_optional() -> None:
