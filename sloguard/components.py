@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,33 +48,50 @@ def read_secrets(cfg: Config) -> Secrets:
     return out
 
 
-SourceBuilder = Callable[[Config, Secrets, Clock], list[Source]]
+# A planned source: an identity key (its kind, target and every setting it was built from, secrets hashed)
+# and a factory. A reload reuses a running source whose key is unchanged, so it keeps its state (restart
+# baselines, cold-start counts, NVML event sets).
+Planned = tuple[str, Callable[[], Source]]
+SourceBuilder = Callable[[Config, Secrets, Clock], list[Planned]]
 
 
-def _scrape_sources(cfg: Config, secrets: Secrets, clock: Clock) -> list[Source]:
+def _key(kind: str, *parts: object) -> str:
+    return kind + "|" + "|".join(p.model_dump_json() if hasattr(p, "model_dump_json") else str(p) for p in parts)
+
+
+def _secret_digest(value: str | None) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()[:16] if value else ""
+
+
+def _scrape_sources(cfg: Config, secrets: Secrets, clock: Clock) -> list[Planned]:
     from sloguard.sources.scrape import ScrapeSource
 
-    return [ScrapeSource(t, clock=clock, secrets=secrets.targets) for t in cfg.targets if t.metrics_url]
+    return [(_key("scrape", t, _secret_digest(secrets.targets.get(t.name))),
+             lambda t=t: ScrapeSource(t, clock=clock, secrets=secrets.targets))  # type: ignore[misc]
+            for t in cfg.targets if t.metrics_url]
 
 
-def _nvml_sources(cfg: Config, secrets: Secrets, clock: Clock) -> list[Source]:
+def _nvml_sources(cfg: Config, secrets: Secrets, clock: Clock) -> list[Planned]:
     from sloguard.sources.nvml import NVMLSource, nvml_enabled
 
-    return [NVMLSource(cfg.gpu, cfg.host.processes, clock=clock)] if nvml_enabled(cfg.gpu) else []
+    if not nvml_enabled(cfg.gpu):
+        return []
+    return [(_key("nvml", cfg.gpu, *cfg.host.processes), lambda: NVMLSource(cfg.gpu, cfg.host.processes, clock=clock))]
 
 
-def _host_sources(cfg: Config, secrets: Secrets, clock: Clock) -> list[Source]:
+def _host_sources(cfg: Config, secrets: Secrets, clock: Clock) -> list[Planned]:
     from sloguard.sources.host import HostSource
 
-    return [HostSource(cfg.host, clock=clock)] if cfg.host.processes else []
+    return [(_key("host", cfg.host), lambda: HostSource(cfg.host, clock=clock))] if cfg.host.processes else []
 
 
-def _canary_sources(cfg: Config, secrets: Secrets, clock: Clock) -> list[Source]:
+def _canary_sources(cfg: Config, secrets: Secrets, clock: Clock) -> list[Planned]:
     if not cfg.gpu.canary.enabled:
         return []
     from sloguard.probes.canary import CanarySource
 
-    return [CanarySource(cfg.gpu.canary, Path(cfg.state_dir), clock=clock)]
+    return [(_key("canary", cfg.gpu.canary, cfg.state_dir),
+             lambda: CanarySource(cfg.gpu.canary, Path(cfg.state_dir), clock=clock))]
 
 
 # The SOURCES table: a new source kind is one builder here.
@@ -85,6 +103,8 @@ SOURCES: dict[str, SourceBuilder] = {
 }
 
 
-def build_sources(cfg: Config, secrets: Secrets, clock: Clock) -> list[Source]:
-    """Instantiate every configured source from the SOURCES table."""
-    return [src for build in SOURCES.values() for src in build(cfg, secrets, clock)]
+def build_sources(cfg: Config, secrets: Secrets, clock: Clock,
+                  running: Mapping[str, Source] | None = None) -> dict[str, Source]:
+    """Return every configured source by identity key, reusing `running` ones whose key is unchanged."""
+    running = running or {}
+    return {key: running.get(key) or make() for build in SOURCES.values() for key, make in build(cfg, secrets, clock)}

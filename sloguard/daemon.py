@@ -7,7 +7,7 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +27,11 @@ from sloguard.notify import Notifier
 from sloguard.probes import jobs_from_config
 from sloguard.probes.feed import ProbeFeed
 from sloguard.slo.engine import SLOEngine
-from sloguard.slo.model import slos_from_config
+from sloguard.slo.model import SLO, slos_from_config
 from sloguard.sources.base import Source, SourceOutput
 from sloguard.sources.runner import SourceRunner
 from sloguard.store import Store
+from sloguard.windows.coarse import BucketAdvisor
 from sloguard.windows.server import ServerWindows
 
 log = logging.getLogger("sloguard.daemon")
@@ -61,9 +62,9 @@ class Daemon:
         self.last_eval_mono = time.monotonic()
         self.notify = Notifier()
 
-    def _build(self, cfg: Config) -> tuple[Secrets, list[Source]]:
+    def _build(self, cfg: Config) -> tuple[Secrets, dict[str, Source]]:
         secrets = read_secrets(cfg)
-        return secrets, build_sources(cfg, secrets, self.clock)
+        return secrets, build_sources(cfg, secrets, self.clock, getattr(self, "sources", None))
 
     async def start(self) -> None:
         """Load config, build and start everything; raise ConfigError if the first config is bad."""
@@ -78,13 +79,14 @@ class Daemon:
         horizon = max((s.window for s in slos), default=0.0)
         self.slo.rebuild(self.store.probe_results_since(self.clock.now() - horizon))
         # History only as long as a server-side SLO needs it: each series keeps thinned snapshots.
-        server_horizon = max((s.window for s in slos if s.source == "server"), default=900.0)
-        self.server_windows = ServerWindows(max_age=max(server_horizon, 900.0))
+        self.server_windows = ServerWindows(max_age=server_horizon(slos))
+        self.buckets = BucketAdvisor()
         self.probes = ProbeFeed(jobs_from_config(cfg, secrets.targets), cfg.probe_settings.history_size)
         self.probes.start()
         self.alerting = Alerting(cfg, self.store, self.clock, secrets.notifiers)
         self.runner = SourceRunner(self.snapshot, self._on_output, self.clock)
-        self.runner.start(sources)
+        self.sources = sources
+        self.runner.start(list(sources.values()))
         self.reload_ts = self.clock.now()
         self._publish_self()
         ep = Endpoints(self.snapshot, self.reload, lambda: self.evaluated, {
@@ -106,6 +108,7 @@ class Daemon:
     def _on_output(self, src: Source, out: SourceOutput) -> None:
         if isinstance(out.payload, ServerView):
             self.server_windows.add(out.payload)
+            self.buckets.check(out.payload, self.slo.slos)
 
     async def _loop(self, interval: float, step: Any, first: float | None = None) -> None:
         await asyncio.sleep(interval if first is None else first)
@@ -180,27 +183,32 @@ class Daemon:
                 secrets, sources = self._build(cfg)
                 slos = slos_from_config(cfg)
                 jobs = jobs_from_config(cfg, secrets.targets)
-            except (ConfigError, ValueError) as exc:
-                errors = exc.errors if isinstance(exc, ConfigError) else [str(exc)]
+                # Builds rules and notifiers before touching the running set; raises without side effects.
+                self.alerting.reconfigure(cfg, secrets.notifiers)
+            except Exception as exc:  # any failure while building leaves the running config untouched
+                errors = exc.errors if isinstance(exc, ConfigError) else [f"{type(exc).__name__}: {exc}"]
                 self.reload_ok = 0.0
                 self._publish_self()
                 log.error("config reload failed; keeping the running config",
                           extra={"file": self.config_path, "errors": "; ".join(errors)})
                 self.notify.ready()
                 return False
-            self._swap(cfg, secrets, sources, slos, jobs)
+            self._swap(cfg, sources, slos, jobs)
             self.notify.ready()
             return True
 
-    def _swap(self, cfg: Config, secrets: Secrets, sources: list[Source], slos: Any, jobs: Any) -> None:
+    def _swap(self, cfg: Config, sources: dict[str, Source], slos: Any, jobs: Any) -> None:
         if cfg.state_dir != self.cfg.state_dir or cfg.listen != self.cfg.listen:
             log.warning("state_dir and listen changes take effect on restart only")
         setup_logging(cfg.log.format, cfg.log.level)
-        old = self.runner.replace(sources)
-        self._closing = [asyncio.create_task(_quietly(src.close())) for src in old]
+        self.runner.replace(list(sources.values()))
+        kept = {id(s) for s in sources.values()}
+        self._closing = [t for t in self._closing if not t.done()] + [
+            asyncio.create_task(_quietly(s.close())) for s in self.sources.values() if id(s) not in kept]
+        self.sources = sources
         self.probes.update(jobs)
         self.slo.reconfigure(slos)
-        self.alerting.reconfigure(cfg, secrets.notifiers)
+        self.server_windows.reconfigure({t.name for t in cfg.targets}, server_horizon(slos), self.clock.now())
         self.cfg = cfg
         self.reload_ok, self.reload_ts = 1.0, self.clock.now()
         self._publish_self()
@@ -224,6 +232,11 @@ class Daemon:
         await self.http.cleanup()
         self.store.close()
         log.info("sloguard stopped")
+
+
+def server_horizon(slos: Sequence[SLO]) -> float:
+    """Return how long server-side history must reach back: the longest server SLO window, at least 15 min."""
+    return max([900.0, *(s.window for s in slos if s.source == "server")])
 
 
 async def _quietly(coro: Coroutine[Any, Any, None]) -> None:
