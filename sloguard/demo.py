@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import signal
 import socket
 import subprocess
@@ -164,6 +165,7 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     sim_port = args.sim_port or free_port()
     state = Path(args.state_dir or tempfile.mkdtemp(prefix="sloguard-demo-"))
+    temporary = not args.state_dir
     state.mkdir(parents=True, exist_ok=True)
     cfg_path = state / "demo.yaml"
     cfg_path.write_text(demo_config(sim_port, args.listen, str(state)))
@@ -171,7 +173,9 @@ def main(argv: list[str]) -> int:
     sim = subprocess.Popen([py, "-m", "sloguard", "sim", "--listen", f"127.0.0.1:{sim_port}", "--seed", "1"],
                            stdout=subprocess.DEVNULL)
     daemon = subprocess.Popen([py, "-m", "sloguard", "run", "-c", str(cfg_path)])
-    base, stop = f"http://{args.listen}", {"now": False}
+    host, _, port = args.listen.rpartition(":")
+    host = "127.0.0.1" if host.strip("[]") in ("", "0.0.0.0", "::") else host
+    base, stop = f"http://{host}:{port}", {"now": False}
     signal.signal(signal.SIGINT, lambda *_: stop.update(now=True))
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
     try:
@@ -185,3 +189,5 @@ def main(argv: list[str]) -> int:
         return 0 if daemon.poll() is None else 1
     finally:
         _stop_all(daemon, sim)
+        if temporary:
+            shutil.rmtree(state, ignore_errors=True)
