@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -42,13 +43,15 @@ def _m(**kw: object) -> Mapping[str, str]:
     return MappingProxyType({k: str(v) for k, v in kw.items() if v})
 
 
+STALE_METRIC, STALE_MIN, STALE_INTERVALS = "sloguard_probe_last_success_age_seconds", 600.0, 3
+STALE_EXPR = f"{STALE_METRIC} > {STALE_MIN:g}"  # per probe: see stale_exprs
 # Built-in operational rules: (name, expr, for, severity, summary). Also emitted by the rule generator.
 BUILTIN_ALERTS: tuple[tuple[str, str, float, str, str], ...] = (
     ("SloguardSourceDown", 'sloguard_source_up{source!~"scrape|nvml"} == 0', 120.0, "warning",
      "sloguard source {{ $labels.source }} for {{ $labels.target }} is failing"),
     ("SloguardTargetDown", 'sloguard_source_up{source="scrape"} == 0', 300.0, "critical",
      "inference target {{ $labels.target }} cannot be scraped"),
-    ("SloguardProbeStale", "sloguard_probe_last_success_age_seconds > 600", 60.0, "warning",
+    ("SloguardProbeStale", STALE_EXPR, 60.0, "warning",
      "probe {{ $labels.probe }} has not succeeded for {{ $value }}s"),
     ("SloguardGPUCollectionFailing", 'sloguard_source_up{source="nvml"} == 0', 300.0, "warning",
      "GPU metrics collection (NVML) is failing"),
@@ -68,10 +71,29 @@ def threshold_rule(spec: AlertSpec) -> Rule:
                 MappingProxyType({k: v for k, v in annotations.items() if v}), source=spec.expr)
 
 
-def builtin_rules() -> tuple[Rule, ...]:
-    """Return the built-in operational rules."""
-    return tuple(Rule(n, (parse_expr(e),), f, labels=_m(severity=s), annotations=_m(summary=t), source=e)
-                 for n, e, f, s, t in BUILTIN_ALERTS)
+def stale_exprs(probe_intervals: Mapping[str, float]) -> list[tuple[str, str]]:
+    """Return (probe or "", expr) for SloguardProbeStale: stale after max(600 s, 3 × the probe's interval).
+
+    The expression subset compares a series with a constant, never with another series (an interval gauge),
+    so a probe slower than 200 s gets a rule of its own and is excluded from the shared 600 s rule.
+    """
+    slow = {p: STALE_INTERVALS * i for p, i in sorted(probe_intervals.items()) if STALE_INTERVALS * i > STALE_MIN}
+    if not slow:
+        return [("", STALE_EXPR)]
+    shared = f"{STALE_METRIC}{{{','.join(f'probe!={json.dumps(p)}' for p in slow)}}} > {STALE_MIN:g}"
+    return [("", shared), *((p, f"{STALE_METRIC}{{probe={json.dumps(p)}}} > {t:.10g}") for p, t in slow.items())]
+
+
+def builtin_rules(probe_intervals: Mapping[str, float] | None = None) -> tuple[Rule, ...]:
+    """Return the built-in operational rules; `probe_intervals` (probe -> seconds) sets stale thresholds."""
+    out = []
+    for n, e, f, s, t in BUILTIN_ALERTS:
+        exprs = stale_exprs(probe_intervals or {}) if e == STALE_EXPR else [("", e)]
+        # A per-probe rule carries its probe label too (the series has it anyway): promtool rejects two rules
+        # with the same name and labels.
+        out.extend(Rule(n, (parse_expr(x),), f, labels=_m(severity=s, probe=probe), annotations=_m(summary=t),
+                        source=x, key=f"{n}:{probe}" if probe else "") for probe, x in exprs)
+    return tuple(out)
 
 
 def burn_annotations(slo: SLO, bw: BurnWindow) -> Mapping[str, str]:
@@ -105,11 +127,16 @@ def burn_rules(slo: SLO) -> tuple[Rule, ...]:
     return tuple(out)
 
 
+def probe_intervals(cfg: Config) -> dict[str, float]:
+    """Return each configured probe's interval in seconds (for the stale-probe thresholds)."""
+    return {p.name: p.interval for p in cfg.probes}
+
+
 def rules_from_config(cfg: Config) -> tuple[Rule, ...]:
     """Return every rule of a config: threshold, built-in (if enabled) and burn-rate rules."""
     rules = [threshold_rule(a) for a in cfg.alerts]
     if cfg.builtin_alerts:
-        rules.extend(builtin_rules())
+        rules.extend(builtin_rules(probe_intervals(cfg)))
     for slo in slos_from_config(cfg):
         rules.extend(burn_rules(slo))
     return tuple(rules)

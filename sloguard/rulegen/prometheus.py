@@ -7,7 +7,15 @@ from typing import Any
 
 import yaml
 
-from sloguard.alerts.rules import BURN_ALERT, Rule, builtin_rules, burn_annotations, burn_labels, threshold_rule
+from sloguard.alerts.rules import (
+    BURN_ALERT,
+    Rule,
+    builtin_rules,
+    burn_annotations,
+    burn_labels,
+    probe_intervals,
+    threshold_rule,
+)
 from sloguard.config.spec import Config
 from sloguard.config.units import format_duration
 from sloguard.slo.burnrate import BURN_WINDOWS
@@ -89,7 +97,8 @@ def generate(cfg: Config, source: str = "config") -> dict[str, str]:
     slos = slos_from_config(cfg)
     # Burn rates need the per-request counters, which only probe SLOs export (server SLOs: live engine only).
     probe_slos = [s for s in slos if s.source == "probe"]
-    rules = [threshold_rule(a) for a in cfg.alerts] + (list(builtin_rules()) if cfg.builtin_alerts else [])
+    builtin = list(builtin_rules(probe_intervals(cfg))) if cfg.builtin_alerts else []
+    rules = [threshold_rule(a) for a in cfg.alerts] + builtin
     groups: Mapping[str, list[dict[str, Any]]] = {
         RECORDING: [{"name": "sloguard-slo-recording", "rules": recording_rules(slos)}],
         SLO_ALERTS: [{"name": "sloguard-slo-burn-rate", "rules": [r for s in probe_slos for r in burn_alerts(s)]}],

@@ -8,7 +8,7 @@ import pytest
 
 from sloguard.alerts import engine
 from sloguard.alerts.engine import Alert
-from sloguard.alerts.rules import Rule, burn_rules, parse_expr
+from sloguard.alerts.rules import Rule, builtin_rules, burn_rules, parse_expr
 from sloguard.model import Sample
 from sloguard.slo.model import SLO
 
@@ -92,3 +92,20 @@ def test_labels_are_templated_before_fingerprinting(labels: dict[str, str], valu
         seen.update(active)
     (alert,) = active.values()
     assert {k: dict(alert.labels)[k] for k in expected} == expected and len(seen) == instances
+
+
+# probe -> interval; ages seen -> which probes' SloguardProbeStale fires (threshold max(600 s, 3 × interval))
+@pytest.mark.parametrize(("intervals", "ages", "stale"), [
+    ({"fast": 30.0}, {"fast": 601.0}, {"fast"}),
+    ({"fast": 30.0, "slow": 600.0}, {"fast": 900.0, "slow": 900.0}, {"fast"}),
+    ({"fast": 30.0, "slow": 600.0}, {"fast": 10.0, "slow": 1801.0}, {"slow"}),
+    ({"slow": 600.0, "slower": 3600.0}, {"slow": 1801.0, "slower": 1801.0}, {"slow"}),
+    ({}, {"gone": 601.0}, {"gone"}),  # a probe without config keeps the 600 s rule
+])
+def test_stale_probe_threshold_follows_the_probe_interval(intervals: dict[str, float], ages: dict[str, float],
+                                                         stale: set[str]) -> None:
+    rules = [r for r in builtin_rules(intervals) if r.name == "SloguardProbeStale"]
+    samples = [Sample("sloguard_probe_last_success_age_seconds", {"probe": p}, a) for p, a in ages.items()]
+    active, _ = engine.evaluate(rules, {}, samples, 0.0)
+    active, _ = engine.evaluate(rules, active, samples, 60.0)  # for: 1m
+    assert {dict(a.labels)["probe"] for a in active.values() if a.state == "firing"} == stale

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -81,3 +83,22 @@ def test_cli_writes_files_and_rejects_bad_config(tmp_path: Path, capsys: pytest.
     bad.write_text("version: sloguard/v1\nalerts: [{name: X, expr: 'rate(m[5m]) > 1'}]\n")
     assert main(["-c", str(bad), "-o", str(tmp_path / "o2")]) == 2
     assert "col 5" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("intervals", "exprs"), [
+    ({"fast": "30s"}, ["sloguard_probe_last_success_age_seconds > 600"]),
+    ({"fast": "30s", "slow": "10m"}, ['sloguard_probe_last_success_age_seconds{probe!="slow"} > 600',
+                                      'sloguard_probe_last_success_age_seconds{probe="slow"} > 1800']),
+])
+def test_stale_probe_rules_follow_probe_intervals(tmp_path: Path, intervals: dict[str, str],
+                                                  exprs: list[str]) -> None:
+    cfg = Config.model_validate({"version": "sloguard/v1", "targets": [{"name": "t", "api_url": "http://x"}],
+                                 "probes": [{"name": n, "target": "t", "interval": i, "timeout": "20s"}
+                                            for n, i in intervals.items()]})
+    text = generate(cfg)[ALERTS]
+    assert [r["expr"] for r in rules(text) if r["alert"] == "SloguardProbeStale"] == exprs
+    if shutil.which("promtool"):  # two rules with one name need distinct labels to pass its lint
+        (tmp_path / "r.yaml").write_text(text)
+        res = subprocess.run(["promtool", "check", "rules", str(tmp_path / "r.yaml")], capture_output=True,
+                             text=True, timeout=60, check=False)
+        assert res.returncode == 0, res.stdout + res.stderr
