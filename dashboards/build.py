@@ -22,6 +22,11 @@ HERE = Path(__file__).resolve().parent
 SEL_PROBE = 'target=~"$target",model=~"$model"'
 SEL_SLO = 'slo=~"$slo"'
 SEL_SLO_W = 'slo=~"$slo",window="$window"'
+# Rate window of everything probes feed (probe histograms and counters, judged SLO requests). Probes run
+# every 30 s by default, so $__rate_interval (4 scrape intervals, ~1m) holds about two results: a quantile
+# of two is noise and a window with none is a gap (NaN). 5m holds ~10 per target; the prompt-length
+# buckets of a mixed probe get fewer still, so do not go lower.
+PROBE_WINDOW = "5m"
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,7 @@ def _quantiles(metric: str, by: str = "") -> tuple[Query, ...]:
     return tuple(
         Query(
             f"histogram_quantile({q}, sum by ({keys}) "
-            f"(rate(sloguard_probe_{metric}_seconds_bucket{{{SEL_PROBE}}}[$__rate_interval])))",
+            f"(rate(sloguard_probe_{metric}_seconds_bucket{{{SEL_PROBE}}}[{PROBE_WINDOW}])))",
             f"p{round(q * 100)}" + (f" {{{{{by}}}}}" if by else ""),
         )
         for q in (0.5, 0.95, 0.99)
@@ -67,7 +72,7 @@ def _quantiles(metric: str, by: str = "") -> tuple[Query, ...]:
 def _by_bucket(metric: str) -> tuple[Query, ...]:
     return (Query(
         f"histogram_quantile(0.95, sum by (prompt_bucket, le) "
-        f"(rate(sloguard_probe_{metric}_seconds_bucket{{{SEL_PROBE}}}[$__rate_interval])))",
+        f"(rate(sloguard_probe_{metric}_seconds_bucket{{{SEL_PROBE}}}[{PROBE_WINDOW}])))",
         "p95 {{prompt_bucket}}",
     ),)
 
@@ -92,8 +97,8 @@ SLO_OVERVIEW = Dashboard("sloguard-slo-overview", "sloguard / SLO overview",
           description="Share of the error budget left over the SLO window; negative when overspent."),
     Panel("Probe success ratio", "stat", (Query(
           'sum by (target) (rate(sloguard_probe_requests_total{target=~"$target",outcome="success"}'
-          '[$__rate_interval])) / sum by (target) (rate(sloguard_probe_requests_total{target=~"$target"}'
-          '[$__rate_interval]))', "{{target}}"),), "percentunit", width=6, height=5),
+          f'[{PROBE_WINDOW}])) / sum by (target) (rate(sloguard_probe_requests_total{{target=~"$target"}}'
+          f'[{PROBE_WINDOW}]))', "{{target}}"),), "percentunit", width=6, height=5),
     Panel("Firing alerts", "stat", (Query('count by (alertname) (sloguard_alerts{alertstate="firing"} > 0)',
           "{{alertname}}"),), "none", requires="fault", width=6, height=5,
           description="Alerts firing in sloguard's own engine (the same rules as alerts/ for Prometheus)."),
@@ -111,11 +116,11 @@ SLO_OVERVIEW = Dashboard("sloguard-slo-overview", "sloguard / SLO overview",
     Panel("Error ratio", "timeseries", (Query(f'sloguard_slo_error_ratio{{{SEL_SLO_W},prompt_bucket=""}}',
           "{{slo}}"),), "percentunit"),
     Panel("Judged requests per second", "timeseries", (Query(
-          f"sum by (slo, good) (rate(sloguard_slo_requests_total{{{SEL_SLO}}}[$__rate_interval]))",
+          f"sum by (slo, good) (rate(sloguard_slo_requests_total{{{SEL_SLO}}}[{PROBE_WINDOW}]))",
           "{{slo}} good={{good}}"),), "reqps"),
     Panel("Probe errors by outcome", "timeseries", (Query(
           'sum by (target, outcome) (rate(sloguard_probe_requests_total{target=~"$target",outcome!="success"}'
-          "[$__rate_interval])) > 0", "{{target}} {{outcome}}"),), "reqps", requires="fault"),
+          f"[{PROBE_WINDOW}])) > 0", "{{target}} {{outcome}}"),), "reqps", requires="fault"),
 ))
 
 LATENCY = Dashboard("sloguard-latency-breakdown", "sloguard / Latency breakdown",
@@ -136,7 +141,7 @@ LATENCY = Dashboard("sloguard-latency-breakdown", "sloguard / Latency breakdown"
           options={"displayMode": "gradient", "orientation": "horizontal"}),
     Panel("Probe vs server TTFT p95 (network estimate)", "timeseries", (
           Query("histogram_quantile(0.95, sum by (target, le) (rate(sloguard_probe_ttft_seconds_bucket"
-                f"{{{SEL_PROBE}}}[5m])))", "probe {{target}}"),
+                f"{{{SEL_PROBE}}}[{PROBE_WINDOW}])))", "probe {{target}}"),
           Query(f'max by (target) (sloguard_server_ttft_seconds{{{SEL_PROBE},quantile="0.95",window="5m"}})',
                 "server {{target}}"),
           Query(f'sloguard_stage_latency_seconds{{{SEL_SLO_W},stage="network",quantile="0.95",prompt_bucket=""}}',

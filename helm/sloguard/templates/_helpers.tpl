@@ -51,3 +51,23 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- $owned := dict "listen" (printf ":%d" (int .Values.service.port)) "state_dir" "/var/lib/sloguard" }}
 {{- mustMergeOverwrite (deepCopy .Values.config) $owned | toYaml }}
 {{- end }}
+
+{{/* Where /var/lib/sloguard lives: hostPath, emptyDir or pvc ("" picks by mode). Fails on combinations that lose or corrupt it. */}}
+{{- define "sloguard.stateType" -}}
+{{- $type := .Values.state.type | default (ternary "hostPath" "emptyDir" (eq .Values.mode "daemonset")) }}
+{{- if and (eq $type "pvc") (eq .Values.mode "daemonset") }}
+{{- fail "state.type=pvc needs mode=deployment: DaemonSet pods on different nodes cannot share one ReadWriteOnce claim (use hostPath)" }}
+{{- end }}
+{{- if and (eq $type "pvc") (gt (int .Values.replicaCount) 1) }}
+{{- fail "state.type=pvc needs replicaCount=1: one SQLite store cannot be shared by several pods" }}
+{{- end }}
+{{- $type }}
+{{- end }}
+
+{{- define "sloguard.stateHostPath" -}}
+{{- .Values.state.hostPath | default (printf "/var/lib/sloguard/%s-%s" .Release.Namespace (include "sloguard.fullname" .)) }}
+{{- end }}
+
+{{- define "sloguard.stateClaimName" -}}
+{{- .Values.state.existingClaim | default (printf "%s-state" (include "sloguard.fullname" .)) }}
+{{- end }}

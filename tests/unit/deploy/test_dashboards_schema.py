@@ -14,6 +14,8 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
+from sloguard.config.spec import ProbeSpec
+
 ROOT = Path(__file__).resolve().parents[3]
 DASHBOARDS = ROOT / "dashboards"
 GRAFANA_TYPES = (ROOT / ".tools" / "grafana-schema" / "node_modules" / "@grafana" / "schema" / "dist")
@@ -145,3 +147,18 @@ def test_every_panel_names_only_sloguard_metrics() -> None:
             for query in panel.queries:
                 names = metric_names(query.expr)
                 assert names and all(n.startswith("sloguard_") for n in names), (panel.title, names)
+
+
+PROBE_FED = re.compile(r"rate\((sloguard_probe_\w+|sloguard_slo_requests_total)\{[^}]*\}\[([^\]]+)\]\)")
+
+
+def test_probe_rate_windows_hold_several_probe_results() -> None:
+    """Probes run every 30 s by default: a rate window of ~1m ($__rate_interval) holds two results, or none."""
+    interval = ProbeSpec.model_fields["interval"].default
+    seconds = {"s": 1, "m": 60, "h": 3600}
+    windows = [m.group(2) for d in load_build().DASHBOARDS.values() for p in d.panels for q in p.queries
+               for m in PROBE_FED.finditer(q.expr)]
+    assert len(windows) >= 20  # every probe quantile and probe counter panel is covered
+    for window in windows:
+        assert not window.startswith("$"), f"[{window}]: Grafana's interval variables follow the scrape interval"
+        assert int(window[:-1]) * seconds[window[-1]] >= 10 * interval, window

@@ -14,7 +14,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from sloguard.config.load import load_config
 from sloguard.config.spec import Config
+from sloguard.rulegen.prometheus import generate
 
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "helm" / "sloguard"
@@ -26,7 +28,7 @@ UPDATE = os.environ.get("SLOGUARD_UPDATE_GOLDEN") == "1"
 CASES = {"default": (), "all": ("ci/all-values.yaml",), "deployment": ("ci/deployment-values.yaml",)}
 KUBE_VERSIONS = ("1.25.0", kubernetes_validate.latest_version())  # Chart.yaml kubeVersion floor, newest
 CRD_KINDS = ("ServiceMonitor", "PrometheusRule")
-GROUPS_PLACEHOLDER = "<rule groups of alerts/*.yaml: see test_prometheus_rule_carries_alerts_folder>"
+GROUPS_PLACEHOLDER = "<rule groups: see the test_prometheus_rule_* tests>"
 
 
 def _helm(*args: str) -> subprocess.CompletedProcess[str]:
@@ -61,11 +63,12 @@ def _pod(docs: list[dict[str, Any]]) -> dict[str, Any]:
     return spec
 
 
-def _alerts_groups() -> list[Any]:
+def _alerts_groups(*, meta: bool) -> list[Any]:
+    """Rule groups of alerts/: the hand-written sloguard-meta.yaml, or the files generated from the example."""
     groups: list[Any] = []
     for path in sorted((ROOT / "alerts").glob("*.yaml")):
-        doc = yaml.safe_load(path.read_text()) or {}
-        groups += doc.get("groups", [])
+        if (path.name == "sloguard-meta.yaml") == meta:
+            groups += (yaml.safe_load(path.read_text()) or {}).get("groups", [])
     return groups
 
 
@@ -127,10 +130,49 @@ def test_crds_are_off_by_default(renders: dict[str, list[dict[str, Any]]]) -> No
     assert not [d for d in renders["default"] if d["kind"] in CRD_KINDS]
 
 
-def test_prometheus_rule_carries_alerts_folder(renders: dict[str, list[dict[str, Any]]]) -> None:
-    expected = _alerts_groups()
-    assert expected, "alerts/ holds no rule groups: the PrometheusRule would be empty"
-    assert _one(renders["all"], "PrometheusRule")["spec"]["groups"] == expected
+def _rule_groups(docs: list[dict[str, Any]]) -> list[Any]:
+    groups: list[Any] = _one(docs, "PrometheusRule")["spec"]["groups"]
+    return groups
+
+
+def test_prometheus_rule_defaults_to_operational_rules_only() -> None:
+    """The example config's SLO rules (slo="chat-latency") must not land in a user's Prometheus by default."""
+    groups = _rule_groups(_render((), "prometheusRule.enabled=true"))
+    assert groups == _alerts_groups(meta=True) and groups
+    assert "chat-latency" not in json.dumps(groups)
+
+
+def test_prometheus_rule_carries_example_and_user_groups(renders: dict[str, list[dict[str, Any]]]) -> None:
+    example = _alerts_groups(meta=False)
+    assert example, "alerts/ holds no generated rule groups"
+    user = yaml.safe_load((CHART / "ci" / "all-values.yaml").read_text())["prometheusRule"]["groups"]
+    assert _rule_groups(renders["all"]) == _alerts_groups(meta=True) + example + user
+    # Prometheus templates in user rules pass through helm untouched.
+    assert "{{ $labels.target }}" in user[0]["rules"][0]["annotations"]["summary"]
+
+
+def test_prometheus_rule_takes_sloguard_rules_output(tmp_path: Path) -> None:
+    """The documented flow: `sloguard rules` for the release's own config, its groups as prometheusRule.groups."""
+    values = yaml.safe_load((CHART / "ci" / "all-values.yaml").read_text())
+    config = tmp_path / "sloguard.yaml"
+    values["config"]["slos"][0]["name"] = "release-slo"
+    config.write_text(yaml.safe_dump(values["config"]))
+    files = generate(load_config(config), config.name)
+    generated = [g for _, text in sorted(files.items()) for g in yaml.safe_load(text)["groups"]]
+    rules_values = tmp_path / "rules-values.yaml"
+    rules_values.write_text(yaml.safe_dump({"prometheusRule": {"groups": generated}}))
+    groups = _rule_groups(
+        _render(("ci/all-values.yaml", str(rules_values)), "prometheusRule.includeExampleRules=false")
+    )
+    assert groups == _alerts_groups(meta=True) + generated
+    assert 'slo=\\"release-slo\\"' in json.dumps(groups) and "chat-latency" not in json.dumps(groups)
+
+
+def test_prometheus_rule_rejects_duplicate_groups(tmp_path: Path) -> None:
+    dup = tmp_path / "dup.yaml"
+    dup.write_text(yaml.safe_dump({"prometheusRule": {"enabled": True, "groups": _alerts_groups(meta=True)}}))
+    done = _helm("template", "sloguard", ".", "-f", str(dup))
+    assert done.returncode != 0 and "appears twice" in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -224,3 +266,116 @@ def test_values_schema_embeds_the_config_spec() -> None:
         schema["properties"]["config"], schema["$defs"] = config, defs
         path.write_text(json.dumps(schema, indent=2) + "\n")
     assert schema["properties"]["config"] == config and schema["$defs"] == defs
+
+
+def _init_containers(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    containers: list[dict[str, Any]] = _pod(docs).get("initContainers", [])
+    return containers
+
+
+def _state_volume(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    (volume,) = [v for v in _pod(docs)["volumes"] if v["name"] == "state"]
+    return volume
+
+
+@pytest.mark.parametrize("case", ["default", "all"])
+def test_hostpath_state_is_chowned_by_a_minimal_init_container(
+    case: str, renders: dict[str, list[dict[str, Any]]]
+) -> None:
+    """The kubelet creates the hostPath root-owned and fsGroup skips it: without the chown SQLite cannot start."""
+    docs = renders[case]
+    assert _state_volume(docs)["hostPath"]["type"] == "DirectoryOrCreate"
+    pod = _pod(docs)
+    (init,) = _init_containers(docs)
+    user, group = pod["securityContext"]["runAsUser"], pod["securityContext"]["runAsGroup"]
+    assert init["command"] == ["chown", f"{user}:{group}", "/var/lib/sloguard"]  # the directory only, no -R
+    assert init["image"] == pod["containers"][0]["image"]
+    assert init["securityContext"] == {
+        "runAsUser": 0, "runAsGroup": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True, "privileged": False, "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]},
+    }
+    assert init["volumeMounts"] == [{"name": "state", "mountPath": "/var/lib/sloguard"}]
+    assert init["resources"]["limits"]["memory"]
+
+
+def test_default_hostpath_is_per_release(renders: dict[str, list[dict[str, Any]]]) -> None:
+    assert _state_volume(renders["default"])["hostPath"]["path"] == "/var/lib/sloguard/monitoring-sloguard"
+    assert _state_volume(renders["all"])["hostPath"]["path"] == "/var/lib/sloguard"
+
+
+@pytest.mark.parametrize(
+    ("sets", "volume"),
+    [
+        (("state.type=emptyDir",), "emptyDir"),
+        (("state.chownInit=false",), "hostPath"),
+        (("mode=deployment",), "emptyDir"),
+        (("mode=deployment", "state.type=pvc", "state.existingClaim=my-claim"), "persistentVolumeClaim"),
+    ],
+)
+def test_no_init_container_without_hostpath_chown(sets: tuple[str, ...], volume: str) -> None:
+    docs = _render((), *sets)
+    assert volume in _state_volume(docs)
+    assert _init_containers(docs) == []
+
+
+def test_deployment_pvc_state(renders: dict[str, list[dict[str, Any]]]) -> None:
+    docs = renders["deployment"]
+    claim = _one(docs, "PersistentVolumeClaim")
+    assert claim["spec"]["resources"]["requests"]["storage"] == "2Gi"
+    assert claim["spec"]["storageClassName"] == "standard" and claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    assert _state_volume(docs)["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
+    assert _one(docs, "Deployment")["spec"]["strategy"]["type"] == "Recreate"  # RWO: detach before attach
+    existing = _render(("ci/deployment-values.yaml",), "state.existingClaim=my-claim")
+    assert not [d for d in existing if d["kind"] == "PersistentVolumeClaim"]
+    assert _state_volume(existing)["persistentVolumeClaim"]["claimName"] == "my-claim"
+
+
+@pytest.mark.parametrize(
+    ("sets", "message"),
+    [
+        (("state.type=pvc",), "needs mode=deployment"),
+        (("mode=deployment", "state.type=pvc", "replicaCount=2"), "needs replicaCount=1"),
+        (("state.type=tmpfs",), "state.type must be one of"),
+        (("state.hostPath=relative/dir",), "state.hostPath"),
+    ],
+)
+def test_state_rejects(sets: tuple[str, ...], message: str) -> None:
+    args = ["template", "sloguard", "."] + [a for s in sets for a in ("--set", s)]
+    done = _helm(*args)
+    assert done.returncode != 0 and message in done.stderr, done.stderr
+
+
+def test_host_network_for_node_local_engines(renders: dict[str, list[dict[str, Any]]]) -> None:
+    pod = _pod(renders["all"])
+    assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet"
+    assert "hostNetwork" not in _pod(renders["default"])
+
+
+def _notes(tmp_path: Path, *values: str) -> str:
+    """Render NOTES.txt (helm template skips it): a copy of the chart renders it through tpl into a ConfigMap."""
+    chart = tmp_path / "chart"
+    shutil.copytree(CHART, chart, symlinks=False)
+    shutil.copy(chart / "templates" / "NOTES.txt", chart / "files" / "NOTES.txt")
+    (chart / "templates" / "notes.yaml").write_text(
+        'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: notes}\n'
+        'data: {notes: {{ tpl (.Files.Get "files/NOTES.txt") . | quote }}}\n'
+    )
+    args = [str(HELM), "template", "sloguard", ".", "--show-only", "templates/notes.yaml"]
+    args += [a for v in values for a in ("-f", str(CHART / v))]
+    done = subprocess.run(args, capture_output=True, text=True, cwd=chart, timeout=60)
+    assert done.returncode == 0, done.stderr
+    notes: str = yaml.safe_load(done.stdout)["data"]["notes"]
+    return notes
+
+
+def test_notes_warn_about_lost_state_and_per_node_pages(tmp_path: Path) -> None:
+    default = _notes(tmp_path / "default")
+    assert "hostPath /var/lib/sloguard/default-sloguard on each node" in default
+    assert "pages once per node" not in default  # no notifiers configured
+    assert "PersistentVolumeClaim sloguard-state" in _notes(tmp_path / "pvc", "ci/deployment-values.yaml")
+    everything = _notes(tmp_path / "all", "ci/all-values.yaml")
+    assert "pages once per node" in everything  # a DaemonSet with notifiers
+    assert "1 rule group(s) from prometheusRule.groups" in everything
+    emptydir = tmp_path / "emptydir.yaml"
+    emptydir.write_text("mode: deployment\n")
+    assert "LOST whenever the pod is replaced" in _notes(tmp_path / "emptydir", str(emptydir))

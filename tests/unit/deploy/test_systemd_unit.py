@@ -24,6 +24,8 @@ REQUIRED = (
     ("DynamicUser", "yes"),
     ("StateDirectory", "sloguard"),
     ("ConfigurationDirectory", "sloguard"),
+    # systemd creates /etc/sloguard root-owned and does not chown it to the DynamicUser: 0750 hides the config.
+    ("ConfigurationDirectoryMode", "0755"),
     ("ExecReload", "/bin/kill -HUP $MAINPID"),
     ("Restart", "on-failure"),
     ("ProtectSystem", "strict"),
@@ -97,6 +99,11 @@ def test_security_rating_is_ok_or_better(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("key", "value"), REQUIRED)
 def test_unit_sets(key: str, value: str) -> None:
     assert (key, value) in _directives()
+
+
+def test_tasks_max_leaves_room_for_the_canary_threads() -> None:
+    """torch starts a thread per core (and CUDA its own): a 256-task cap breaks the canary on big nodes."""
+    assert int(dict(_directives())["TasksMax"]) >= 4096
 
 
 def test_private_devices_stays_off_so_gpus_are_visible() -> None:
