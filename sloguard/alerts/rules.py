@@ -86,7 +86,7 @@ def stale_exprs(probe_intervals: Mapping[str, float]) -> list[tuple[str, str]]:
 
 def builtin_rules(probe_intervals: Mapping[str, float] | None = None) -> tuple[Rule, ...]:
     """Return the built-in operational rules; `probe_intervals` (probe -> seconds) sets stale thresholds."""
-    out = []
+    out: list[Rule] = []
     for n, e, f, s, t in BUILTIN_ALERTS:
         exprs = stale_exprs(probe_intervals or {}) if e == STALE_EXPR else [("", e)]
         # A per-probe rule carries its probe label too (the series has it anyway): promtool rejects two rules
