@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from array import array
 from collections.abc import Iterable, Sequence
 
 from sloguard.model import Histogram
@@ -139,13 +140,30 @@ def coarse_bucket_warning(bounds: Sequence[float], threshold: float) -> str | No
     return None
 
 
+_Packed = tuple[tuple[float, ...], "array[float]", float, float]
+_BOUNDS: dict[tuple[float, ...], tuple[float, ...]] = {}
+
+
+def _pack(h: Histogram) -> _Packed:
+    bounds = tuple(b for b, _ in h.buckets)
+    bounds = _BOUNDS.setdefault(bounds, bounds)  # one tuple per distinct bucket layout, shared by all points
+    return bounds, array("d", (c for _, c in h.buckets)), h.count, h.sum
+
+
+def _unpack(p: _Packed) -> Histogram:
+    bounds, counts, count, total = p
+    return Histogram(tuple(zip(bounds, counts, strict=True)), count, total)
+
+
 class HistogramWindow:
     """Successive cumulative scrapes of one series; windowed deltas that survive restarts."""
 
     def __init__(self, max_age: float) -> None:
         self.max_age = max_age
         self._ts: list[float] = []
-        self._cum: list[Histogram] = []
+        # Points are stored packed (shared bounds + an array of counts): ~0.3 KB instead of ~2.3 KB for
+        # vLLM's 22-bucket histograms, which matters at hundreds of points per series over an SLO window.
+        self._cum: list[_Packed] = []
         self._last_raw: Histogram | None = None
         self._offset: Histogram | None = None
         self._resets = 0
@@ -163,7 +181,7 @@ class HistogramWindow:
         cum = h if self._offset is None else merge((self._offset, h))
         assert cum is not None
         self._ts.append(ts)
-        self._cum.append(cum)
+        self._cum.append(_pack(cum))
         self._adds += 1
         if self._adds % _THIN_EVERY == 0:
             self._thin(ts)
@@ -184,7 +202,7 @@ class HistogramWindow:
             return None
         base = max(0, bisect.bisect_right(self._ts, now - window) - 1)
         base = min(base, end - 1)
-        return _minus(self._cum[end], self._cum[base]), self._ts[end] - self._ts[base]
+        return _minus(_unpack(self._cum[end]), _unpack(self._cum[base])), self._ts[end] - self._ts[base]
 
     def resets(self) -> int:
         """Return the counter resets (engine restarts) seen so far."""
