@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
+import socket
 import sqlite3
 import threading
+from pathlib import Path
 
 import pytest
 
 from sloguard.alerts.engine import Alert
 from sloguard.alerts.outbox import Outbox
 from sloguard.alerts.routing import Notification
+from sloguard.alerts.service import Alerting
+from sloguard.clock import FakeClock
+from sloguard.config.spec import Config
+from sloguard.model import Sample
+from sloguard.store import Store
 
 A = Alert("A", (("alertname", "A"),), (), "firing", 0.0, 1.0, fired_at=0.0)
 
@@ -77,3 +85,19 @@ def test_a_store_from_before_maybe_sent_is_migrated() -> None:
     (item,) = box.take("hook", 0.0)
     box.retry(item, "timeout", 0.0, 600.0, ambiguous=True)
     assert box.take("hook", 1000.0)[0].resumed
+
+
+def test_alertmanager_outage_leaves_one_queued_item(tmp_path: Path) -> None:
+    with socket.socket() as s:  # a port nobody listens on: every delivery is refused at once
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    cfg = Config.model_validate({"version": "sloguard/v1", "builtin_alerts": False,
+                                 "alerts": [{"name": "High", "expr": "m > 1"}],
+                                 "notifiers": [{"name": "am", "type": "alertmanager", "url": url}]})
+    clock = FakeClock(1000.0)
+    svc = Alerting(cfg, Store(tmp_path / "s.db", clock), clock, {}, rng=random.Random(0))
+    for _ in range(4):  # firing, then three one-minute re-sends
+        svc.evaluate([Sample("m", {}, 5.0)], clock.now())
+        asyncio.run(svc.deliver_due())
+        clock.advance(60)
+    assert svc.outbox.pending() == {"am": 1} and svc.outbox.counts[("am", "superseded")] == 3
