@@ -23,7 +23,7 @@ from sloguard.slo.model import SLO, budget_objective, slos_from_config
 
 HIST_METRICS = ("ttft", "itl", "tpot", "e2e")  # probe histograms: sloguard_probe_<metric>_seconds
 QUANTILE_WINDOWS = (300.0, 3600.0)
-RECORDING, SLO_ALERTS, ALERTS = "sloguard-slo-recording.yaml", "sloguard-slo-alerts.yaml", "sloguard-alerts.yaml"
+SLO_RULES, ALERTS = "sloguard-slo.yaml", "sloguard-alerts.yaml"
 
 
 def error_ratio_record(window: float) -> str:
@@ -99,9 +99,11 @@ def generate(cfg: Config, source: str = "config") -> dict[str, str]:
     probe_slos = [s for s in slos if s.source == "probe"]
     builtin = list(builtin_rules(probe_intervals(cfg))) if cfg.builtin_alerts else []
     rules = [threshold_rule(a) for a in cfg.alerts] + builtin
+    # One group: Prometheus evaluates a group's rules in order, so each burn-rate alert reads the recording
+    # rules of the same evaluation (across groups it could read the previous one, and $value would jitter).
+    slo_rules = recording_rules(slos) + [r for s in probe_slos for r in burn_alerts(s)]
     groups: Mapping[str, list[dict[str, Any]]] = {
-        RECORDING: [{"name": "sloguard-slo-recording", "rules": recording_rules(slos)}],
-        SLO_ALERTS: [{"name": "sloguard-slo-burn-rate", "rules": [r for s in probe_slos for r in burn_alerts(s)]}],
+        SLO_RULES: [{"name": "sloguard-slo", "rules": slo_rules}],
         ALERTS: [{"name": "sloguard-alerts", "rules": [alert_rule(r) for r in rules]}],
     }
     return {name: _file(source, g) for name, g in groups.items() if g[0]["rules"]}

@@ -22,7 +22,7 @@ from sloguard.alerts.rules import BURN_ALERT, burn_rules
 from sloguard.config.load import load_config
 from sloguard.config.units import format_duration
 from sloguard.model import Sample
-from sloguard.rulegen.prometheus import RECORDING, SLO_ALERTS, generate
+from sloguard.rulegen.prometheus import SLO_RULES, generate
 from sloguard.slo.burnrate import STANDARD_WINDOWS, burn_rate
 from sloguard.slo.model import budget_objective, slos_from_config
 
@@ -74,7 +74,7 @@ def test_engine_and_promtool_agree_within_one_interval(tmp_path: Path) -> None:
         (k, format_duration(bw)) for k in ("firing", "resolved") for bw in (3600.0, 21600.0, 86400.0, 259200.0))
 
     files = generate(cfg, "sloguard.example.yaml")
-    for name in (RECORDING, SLO_ALERTS):
+    for name in (SLO_RULES,):
         doc = yaml.safe_load(files[name])
         for group in doc["groups"]:
             for r in group["rules"]:
@@ -89,7 +89,7 @@ def test_engine_and_promtool_agree_within_one_interval(tmp_path: Path) -> None:
         {"series": f'sloguard_slo_requests_total{{slo="{slo.name}",good="false"}}',
          "values": f"0x{BAD_FROM} 10+10x{BAD_TO - BAD_FROM - 1} {bad(BAD_TO):g}x{N - BAD_TO - 1}"},
     ]
-    test = {"rule_files": [RECORDING, SLO_ALERTS], "evaluation_interval": f"{EVAL}s",
+    test = {"rule_files": [SLO_RULES], "evaluation_interval": f"{EVAL}s",
             "tests": [{"interval": f"{STEP}s", "input_series": series, "alert_rule_test": checks}]}
     (tmp_path / "eq.test.yaml").write_text(yaml.safe_dump(test))
     proc = subprocess.run(["promtool", "test", "rules", "eq.test.yaml"], cwd=tmp_path, capture_output=True,

@@ -12,7 +12,7 @@ import yaml
 from sloguard.alerts.rules import BUILTIN_ALERTS, burn_rules
 from sloguard.config.spec import Config
 from sloguard.rulegen.cli import main
-from sloguard.rulegen.prometheus import ALERTS, RECORDING, SLO_ALERTS, generate
+from sloguard.rulegen.prometheus import ALERTS, SLO_RULES, generate
 from sloguard.slo.burnrate import BURN_WINDOWS
 from sloguard.slo.model import slos_from_config
 
@@ -35,13 +35,24 @@ def rules(text: str) -> list[dict[str, object]]:
     return [r for g in yaml.safe_load(text)["groups"] for r in g["rules"]]
 
 
+def alerting(text: str) -> list[dict[str, object]]:
+    return [r for r in rules(text) if "alert" in r]
+
+
+def test_recording_rules_come_before_the_alerts_that_read_them_in_one_group() -> None:
+    doc = yaml.safe_load(generate(config())[SLO_RULES])
+    assert len(doc["groups"]) == 1
+    kinds = ["record" if "record" in r else "alert" for r in doc["groups"][0]["rules"]]
+    assert kinds == sorted(kinds, key=lambda k: k != "record") and "alert" in kinds
+
+
 @pytest.mark.parametrize(("window", "factors"), [
     ("30d", ["14.4", "6", "3", "1"]),
     ("28d", ["13.44", "5.6", "2.8", "0.9333333333"]),
 ])
 def test_burn_alerts_follow_the_shared_table(window: str, factors: list[str]) -> None:
     cfg = config(window=window)
-    got = rules(generate(cfg)[SLO_ALERTS])
+    got = alerting(generate(cfg)[SLO_RULES])
     assert len(got) == len(BURN_WINDOWS)  # the server SLO has no request counters: live engine only
     assert [str(r["expr"]).rsplit("> ", 1)[1] for r in got] == factors
     live = burn_rules(slos_from_config(cfg)[0])
@@ -54,7 +65,7 @@ def test_burn_alerts_follow_the_shared_table(window: str, factors: list[str]) ->
     (0.99999999999, "(1 - 0.99999999999)", "0.99999999999"),
 ])
 def test_objective_is_written_exactly(target: float, budget: str, shown: str) -> None:
-    got = rules(generate(config(target=target))[SLO_ALERTS])
+    got = alerting(generate(config(target=target))[SLO_RULES])
     assert all(budget in str(r["expr"]) for r in got)
     assert {r["annotations"]["objective"] for r in got} == {shown}  # type: ignore[index]
 
@@ -68,7 +79,7 @@ def test_threshold_exprs_are_verbatim_and_builtins_optional() -> None:
 
 
 def test_recording_rules_cover_every_burn_window() -> None:
-    names = {r["record"] for r in rules(generate(config())[RECORDING])}
+    names = {r["record"] for r in rules(generate(config())[SLO_RULES]) if "record" in r}
     for bw in BURN_WINDOWS:
         for w in ("1h", "5m") if bw.long == 3600 else ():
             assert f"sloguard:slo_error_ratio:rate{w}" in names
@@ -78,7 +89,7 @@ def test_recording_rules_cover_every_burn_window() -> None:
 def test_cli_writes_files_and_rejects_bad_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     example = Path(__file__).resolve().parents[3] / "sloguard.example.yaml"
     assert main(["-c", str(example), "-o", str(tmp_path / "out")]) == 0
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([ALERTS, RECORDING, SLO_ALERTS])
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([ALERTS, SLO_RULES])
     bad = tmp_path / "bad.yaml"
     bad.write_text("version: sloguard/v1\nalerts: [{name: X, expr: 'rate(m[5m]) > 1'}]\n")
     assert main(["-c", str(bad), "-o", str(tmp_path / "o2")]) == 2
