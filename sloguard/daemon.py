@@ -76,14 +76,15 @@ class Daemon:
         self.store = Store(Path(cfg.state_dir) / "sloguard.db", self.clock)
         slos = slos_from_config(cfg)
         self.slo = SLOEngine(slos, self.clock)
-        horizon = max((s.window for s in slos), default=0.0)
-        self.slo.rebuild(self.store.probe_results_since(self.clock.now() - horizon))
+        # Streamed from the store (batches ordered by ts), so 28 days of results never sit in memory at once.
+        self.slo.rebuild(self.store.iter_probe_results(self.clock.now() - _horizon(slos)))
         # History only as long as a server-side SLO needs it: each series keeps thinned snapshots.
         self.server_windows = ServerWindows(max_age=server_horizon(slos))
         self.buckets = BucketAdvisor()
         self.probes = ProbeFeed(jobs_from_config(cfg, secrets.targets), cfg.probe_settings.history_size)
         self.probes.start()
-        self.alerting = Alerting(cfg, self.store, self.clock, secrets.notifiers)
+        # Restored alerts whose series are not collected yet are held, not resolved (no re-page on restart).
+        self.alerting = Alerting(cfg, self.store, self.clock, secrets.notifiers, startup_grace=startup_grace(cfg))
         self.runner = SourceRunner(self.snapshot, self._on_output, self.clock)
         self.sources = sources
         self.runner.start(list(sources.values()))
@@ -166,6 +167,7 @@ class Daemon:
 
     def _prune(self) -> None:
         self.store.prune(self.cfg.probe_settings.retention)
+        self.alerting.prune(self.clock.now())
 
     def _publish_self(self) -> None:
         self.snapshot.put("self", self_families(self._self_state()))
@@ -207,7 +209,7 @@ class Daemon:
             asyncio.create_task(_quietly(s.close())) for s in self.sources.values() if id(s) not in kept]
         self.sources = sources
         self.probes.update(jobs)
-        self.slo.reconfigure(slos)
+        self.slo.reconfigure(slos, self.store.iter_probe_results(self.clock.now() - _horizon(slos)))
         self.server_windows.reconfigure({t.name for t in cfg.targets}, server_horizon(slos), self.clock.now())
         self.cfg = cfg
         self.reload_ok, self.reload_ts = 1.0, self.clock.now()
@@ -232,6 +234,16 @@ class Daemon:
         await self.http.cleanup()
         self.store.close()
         log.info("sloguard stopped")
+
+
+def startup_grace(cfg: Config) -> float:
+    """Return how long after start every input series should have been collected at least once."""
+    intervals = [t.scrape_interval for t in cfg.targets] + [p.interval for p in cfg.probes] + [cfg.gpu.interval]
+    return max(2 * max(intervals, default=0.0), 3 * cfg.evaluation_interval)
+
+
+def _horizon(slos: Sequence[SLO]) -> float:
+    return max((s.window for s in slos), default=0.0)
 
 
 def server_horizon(slos: Sequence[SLO]) -> float:
