@@ -1,9 +1,11 @@
 """Probe timing error: client receive stamp - server send stamp, per SSE event, over loopback.
 
 A loopback SSE server (its own process) stamps `perf_counter_ns()` into each event just before writing it;
-the probe side (its own process, like the daemon's probe process) runs sloguard's `fetch` -- the exact
-timing path of every probe -- and the SSE splitter, so each event's arrival stamp is compared with its
-send stamp. On Linux `perf_counter_ns` is CLOCK_MONOTONIC, one clock for every process.
+the probe side (its own process, like the daemon's probe process) runs sloguard's `fetch` with the same
+incremental split + JSON decode per read as every probe (`Events`), so each event's arrival stamp (taken in
+`data_received`, see sloguard/probes/arrival.py) is compared with its send stamp. On Linux
+`perf_counter_ns` is CLOCK_MONOTONIC, one clock for every process. "late" counts reads the arrival hook
+missed (stamped at coroutine resume instead); it must be 0.
 
 Rows: 1, 16 and 64 concurrent streams, idle and while this process (the "daemon") holds 10k series in a
 prometheus_client registry whose /metrics is scraped every second; plus one row with the probe loop in
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import gc
 import json
 import multiprocessing as mp
 import os
@@ -33,7 +36,8 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
 from sloguard.probes.sse import split
-from sloguard.probes.stream import fetch, make_session
+from sloguard.probes.stream import Events, fetch, make_session
+from sloguard.probes.timing import Chunk
 
 TOKENS = 16  # events per stream
 ITL_S = 0.020  # server gap between events
@@ -76,14 +80,22 @@ def serve(port_out: Any) -> None:
 
 
 async def _one_stream(session: Any, url: str, end: float, delay: float, ttft: list[float],
-                      itl: list[float]) -> None:
+                      itl: list[float], late: list[int]) -> None:
     await asyncio.sleep(delay)
     while time.monotonic() < end:
-        f = await fetch(session, url, {"stream": True}, {}, 30.0)
-        events, _ = split(f.chunks)
-        sent = [(e.t_ns, json.loads(e.data)["t"]) for e in events if e.data != "[DONE]"]
-        for i, (recv, send) in enumerate(sent):
-            (ttft if i == 0 else itl).append((recv - send) * 1e-6)
+        sent: list[int] = []
+        events = Events(functools.partial(_decode, sent))
+        f = await fetch(session, url, {"stream": True}, {}, 30.0, events.feed)
+        late.append(f.late)
+        recv = [t for t, c in events.events if c.content]
+        for i, (r, t) in enumerate(zip(recv, sent, strict=True)):
+            (ttft if i == 0 else itl).append((r - t) * 1e-6)
+
+
+def _decode(sent: list[int], data: str) -> Chunk:
+    """Decode like a probe does (one json.loads per event) and keep the server's send stamp."""
+    sent.append(json.loads(data)["t"])
+    return Chunk(content=True)
 
 
 class _RawClient(asyncio.Protocol):
@@ -100,7 +112,7 @@ class _RawClient(asyncio.Protocol):
 
 
 async def _one_raw_stream(_: Any, url: str, end: float, delay: float, ttft: list[float],
-                          itl: list[float]) -> None:
+                          itl: list[float], _late: list[int]) -> None:
     loop = asyncio.get_running_loop()
     port = int(url.split(":")[2].split("/")[0])
     await asyncio.sleep(delay)
@@ -118,17 +130,20 @@ async def probe_load(url: str, streams: int, seconds: float, raw: bool = False) 
     """Run `streams` back-to-back streaming loops (starts staggered over 1 s); return errors and CPU."""
     ttft: list[float] = []
     itl: list[float] = []
+    late: list[int] = []
     cpu0, t0 = time.process_time(), time.monotonic()
     one = _one_raw_stream if raw else _one_stream
     async with make_session() as session:
         end = t0 + seconds
-        await asyncio.gather(*(one(session, url, end, i / streams, ttft, itl) for i in range(streams)))
+        await asyncio.gather(*(one(session, url, end, i / streams, ttft, itl, late) for i in range(streams)))
     wall = time.monotonic() - t0
-    return {"ttft": ttft, "itl": itl, "cpu_per_stream": (time.process_time() - cpu0) / wall / streams}
+    return {"ttft": ttft, "itl": itl, "late": sum(late),
+            "cpu_per_stream": (time.process_time() - cpu0) / wall / streams}
 
 
 def probe_process(url: str, streams: int, seconds: float, raw: bool, out: Any) -> None:
-    """Entry point of the probe process."""
+    """Entry point of the probe process; GC frozen like sloguard.probes.worker.main."""
+    gc.freeze()
     out.send(asyncio.run(probe_load(url, streams, seconds, raw)))
 
 
@@ -203,20 +218,22 @@ def main() -> None:
     print(f"probe timing error = client receive - server send (ms); {TOKENS} events/stream, ITL {ITL_S * 1e3:g} ms,"
           f" {args.seconds:g} s per row; scrape = {SERIES} series /metrics every 1 s")
     head = ("streams", "scrape", "client", "TTFT n", "TTFT p50", "TTFT p99", "ITL n", "ITL p50", "ITL p99",
-            "CPU/stream")
+            "CPU/stream", "late")
     print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
     for streams, scraped, where in rows:
         (daemon.scraping.set if scraped else daemon.scraping.clear)()
         r = run_row(url, streams, args.seconds, where)
         cells = (str(streams), "yes" if scraped else "no", where,
                  str(len(r["ttft"])), _ms(r["ttft"], 50), _ms(r["ttft"], 99), str(len(r["itl"])),
-                 _ms(r["itl"], 50), _ms(r["itl"], 99), f"{r['cpu_per_stream'] * 100:.2f}% core")
+                 _ms(r["itl"], 50), _ms(r["itl"], 99), f"{r['cpu_per_stream'] * 100:.2f}% core",
+                 "-" if where == "raw floor" else str(r["late"]))
         print("| " + " | ".join(cells) + " |", flush=True)
     if daemon.renders:
         print(f"/metrics scrape of {SERIES} series: median {np.median(daemon.renders) * 1e3:.1f} ms "
               f"({len(daemon.renders)} scrapes)")
     print(f"goals: <= {GOALS_MS['p50']} ms median and <= {GOALS_MS['p99']} ms p99 at <= 16 streams idle; "
           "scraping adds <= 1 ms to p99")
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at end")
     server.terminate()
 
 

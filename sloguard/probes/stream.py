@@ -2,9 +2,11 @@
 
 Timing: t0 is stamped by aiohttp's trace hooks when the connection is ready (`on_connection_create_end`
 or `on_connection_reuseconn`), i.e. immediately before the request is written, so TTFT excludes TCP/TLS
-set-up, which is reported as `connect_s` (0 on a reused connection). Each read is stamped with
-`perf_counter_ns()` as the first statement after it arrives; splitting and JSON parsing happen after the
-stream ends, so they cannot delay a later stamp.
+set-up, which is reported as `connect_s` (0 on a reused connection). Each socket read is stamped with
+`perf_counter_ns()` in the connection's `data_received`, before aiohttp parses it and before any coroutine
+resumes (see `arrival`); an event split across reads gets the stamp of the read that completed it.
+Events are split and decoded as they arrive (~10 us each), never in one block at the end of a stream:
+assembling 1024 events at once held the probe loop ~8 ms, delaying every other stream's stamps.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from typing import Any
 import aiohttp
 
 from sloguard.model import ProbeResult
+from sloguard.probes.arrival import Slicer, StampedResponse
 from sloguard.probes.job import ProbeJob
-from sloguard.probes.sse import DONE, split
+from sloguard.probes.sse import DONE, SSESplitter
 from sloguard.probes.timing import Chunk, Summary, percentile, summarize
 from sloguard.probes.workload import Prompt, traceparent
 
@@ -55,37 +58,63 @@ async def _on_connection_ready(_s: aiohttp.ClientSession, ctx: SimpleNamespace, 
 
 
 def make_session() -> aiohttp.ClientSession:
-    """Return the probe session: trace hooks for t0/connect, no decompression, no pool limit."""
+    """Return the probe session: trace hooks for t0/connect, arrival-stamped bodies, no pool limit."""
     trace = aiohttp.TraceConfig()
     trace.on_connection_create_start.append(_on_create_start)
     trace.on_connection_create_end.append(_on_connection_ready)
     trace.on_connection_reuseconn.append(_on_connection_ready)
     return aiohttp.ClientSession(
-        trace_configs=[trace], auto_decompress=False, connector=aiohttp.TCPConnector(limit=0)
+        trace_configs=[trace], auto_decompress=False, connector=aiohttp.TCPConnector(limit=0),
+        response_class=StampedResponse,
     )
 
 
 @dataclass(slots=True)
 class Fetched:
-    """The raw outcome of one streaming request: status, stamps, stamped reads, transport error."""
+    """The raw outcome of one streaming request: status, stamps, stamped reads, transport error.
+
+    `late` counts reads the arrival hook did not see, stamped when the reader resumed instead (0 normally).
+    """
 
     ts: float
     status: int | None
     stamps: Stamps
     chunks: list[tuple[int, bytes]]
     error: str | None
+    late: int = 0
+
+
+class Events:
+    """Split and decode stamped reads as they arrive: `(arrival_ns, Chunk)` per event, in order."""
+
+    def __init__(self, decode: Decoder) -> None:
+        self._splitter, self._decode = SSESplitter(), decode
+        self.events: list[tuple[int, Chunk]] = []
+
+    def feed(self, t_ns: int, data: bytes) -> None:
+        """Decode the events this read completed, each stamped by it."""
+        for e in self._splitter.feed(data, t_ns):
+            self.events.append((e.t_ns, _safe_decode(self._decode, e.data)))
+
+    @property
+    def unfinished(self) -> bool:
+        """Return True when an event was left incomplete (a truncated stream at EOF)."""
+        return self._splitter.pending
+
+
+Sink = Callable[[int, bytes], None]
 
 
 async def fetch(
     session: aiohttp.ClientSession, url: str, body: Mapping[str, Any], headers: Mapping[str, str],
-    timeout: float,
+    timeout: float, sink: Sink | None = None,
 ) -> Fetched:
-    """POST and collect every read stamped on arrival; never raises for network or server faults.
+    """POST and collect every read stamped on arrival, passing each to `sink`; never raises for faults.
 
     The timeout covers connect to last byte; on timeout or error the connection is closed, so the server
     sees the client go away and stops generating.
     """
-    stamps, chunks = Stamps(), list[tuple[int, bytes]]()
+    stamps, chunks, slicer = Stamps(), list[tuple[int, bytes]](), Slicer(())
     ts, status, error = time.time(), None, None
     stamps.t0_ns = time.perf_counter_ns()  # fallback when the session has no trace hooks
     try:
@@ -96,12 +125,13 @@ async def fetch(
                     text = (await resp.content.read(512)).decode("utf-8", "replace")
                     error = f"http {status}: {text.strip()}"
                 else:
-                    error = await _read(resp, chunks)
+                    slicer = Slicer(resp.marks if isinstance(resp, StampedResponse) else ())
+                    error = await _read(resp, slicer, chunks, sink)
     except TimeoutError:
         error = f"timeout after {timeout:g}s"
     except (aiohttp.ClientError, OSError) as exc:
         error = f"{type(exc).__name__}: {exc}"
-    return Fetched(ts, status, stamps, chunks, error)
+    return Fetched(ts, status, stamps, chunks, error, slicer.late)
 
 
 async def run_stream(
@@ -118,16 +148,23 @@ async def run_stream(
     headers = {"traceparent": header, "Accept": "text/event-stream", "Accept-Encoding": "identity"}
     if job.api_key:
         headers["Authorization"] = f"Bearer {job.api_key}"
-    f = await fetch(session, url, body, headers, job.timeout)
-    return assemble(job, prompt, trace_id, f.ts, f.status, f.stamps, f.chunks, decode, done_on_eof, f.error)
+    events = Events(decode)
+    f = await fetch(session, url, body, headers, job.timeout, events.feed)
+    return _result(job, prompt, trace_id, f.ts, f.status, f.stamps, events, done_on_eof, f.error)
 
 
-async def _read(resp: aiohttp.ClientResponse, chunks: list[tuple[int, bytes]]) -> str | None:
-    """Append stamped reads until EOF; close the connection unless the body was read to the end."""
+async def _read(
+    resp: aiohttp.ClientResponse, slicer: Slicer, chunks: list[tuple[int, bytes]], sink: Sink | None,
+) -> str | None:
+    """Append arrival-stamped reads until EOF; close the connection unless the body was read to the end."""
     size = 0
     try:
         async for data in resp.content.iter_any():
-            chunks.append((time.perf_counter_ns(), data))
+            done = len(chunks)
+            slicer.cut(data, time.perf_counter_ns(), chunks)
+            if sink is not None:
+                for t_ns, piece in chunks[done:]:
+                    sink(t_ns, piece)
             size += len(data)
             if size > MAX_BODY_BYTES:
                 return f"response larger than {MAX_BODY_BYTES} bytes"
@@ -150,10 +187,20 @@ def assemble(
     error: str | None,
 ) -> ProbeResult:
     """Pure: stamped reads -> ProbeResult; the first fault wins: transport, error event, truncation."""
-    events, unfinished = split(chunks)
-    summary = summarize(stamps.t0_ns, [(e.t_ns, _safe_decode(decode, e.data)) for e in events])
+    events = Events(decode)
+    for t_ns, data in chunks:
+        events.feed(t_ns, data)
+    return _result(job, prompt, trace_id, ts, status, stamps, events, done_on_eof, error)
+
+
+def _result(
+    job: ProbeJob, prompt: Prompt, trace_id: str, ts: float, status: int | None, stamps: Stamps,
+    events: Events, done_on_eof: bool, error: str | None,
+) -> ProbeResult:
+    """Apply §4 to decoded events and build the ProbeResult."""
+    summary = summarize(stamps.t0_ns, events.events)
     if error is None:
-        error = _stream_error(summary, unfinished, done_on_eof)
+        error = _stream_error(summary, events.unfinished, done_on_eof)
     itls = sorted(summary.itls_s)
     connect = (stamps.connect_end_ns - stamps.connect_start_ns) * 1e-9 if stamps.connect_start_ns else 0.0
     return ProbeResult(
