@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,6 +12,7 @@ from sloguard.config.load import ConfigError
 from sloguard.config.secrets import SecretError, read_secret
 from sloguard.config.spec import Config
 from sloguard.log import register_secret
+from sloguard.slo.model import SLO
 from sloguard.sources.base import Source
 
 
@@ -46,6 +47,22 @@ def read_secrets(cfg: Config) -> Secrets:
     if errors:
         raise ConfigError(errors)
     return out
+
+
+def startup_grace(cfg: Config) -> float:
+    """Return how long after start every input series should have been collected at least once."""
+    intervals = [t.scrape_interval for t in cfg.targets] + [p.interval for p in cfg.probes] + [cfg.gpu.interval]
+    return max(2 * max(intervals, default=0.0), 3 * cfg.evaluation_interval)
+
+
+def history_horizon(slos: Sequence[SLO]) -> float:
+    """Return how far back probe results are needed to refill every SLO window."""
+    return max((s.window for s in slos), default=0.0)
+
+
+def server_horizon(slos: Sequence[SLO]) -> float:
+    """Return how long server-side history must reach back: the longest server SLO window, at least 15 min."""
+    return max([900.0, *(s.window for s in slos if s.source == "server")])
 
 
 # A planned source: an identity key (its kind, target and every setting it was built from, secrets hashed)

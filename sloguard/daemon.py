@@ -7,14 +7,21 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
 from sloguard import __version__
 from sloguard.alerts.service import Alerting
 from sloguard.clock import Clock, SystemClock
-from sloguard.components import Secrets, build_sources, read_secrets
+from sloguard.components import (
+    Secrets,
+    build_sources,
+    history_horizon,
+    read_secrets,
+    server_horizon,
+    startup_grace,
+)
 from sloguard.config.load import ConfigError, load_config
 from sloguard.config.spec import Config
 from sloguard.exporter.selfmetrics import SelfState, self_families
@@ -27,7 +34,7 @@ from sloguard.notify import Notifier
 from sloguard.probes import jobs_from_config
 from sloguard.probes.feed import ProbeFeed
 from sloguard.slo.engine import SLOEngine
-from sloguard.slo.model import SLO, slos_from_config
+from sloguard.slo.model import slos_from_config
 from sloguard.sources.base import Source, SourceOutput
 from sloguard.sources.runner import SourceRunner
 from sloguard.store import Store
@@ -77,7 +84,7 @@ class Daemon:
         slos = slos_from_config(cfg)
         self.slo = SLOEngine(slos, self.clock)
         # Streamed from the store (batches ordered by ts), so 28 days of results never sit in memory at once.
-        self.slo.rebuild(self.store.iter_probe_results(self.clock.now() - _horizon(slos)))
+        self.slo.rebuild(self.store.iter_probe_results(self.clock.now() - history_horizon(slos)))
         # History only as long as a server-side SLO needs it: each series keeps thinned snapshots.
         self.server_windows = ServerWindows(max_age=server_horizon(slos))
         self.buckets = BucketAdvisor()
@@ -209,7 +216,7 @@ class Daemon:
             asyncio.create_task(_quietly(s.close())) for s in self.sources.values() if id(s) not in kept]
         self.sources = sources
         self.probes.update(jobs)
-        self.slo.reconfigure(slos, self.store.iter_probe_results(self.clock.now() - _horizon(slos)))
+        self.slo.reconfigure(slos, self.store.iter_probe_results(self.clock.now() - history_horizon(slos)))
         self.server_windows.reconfigure({t.name for t in cfg.targets}, server_horizon(slos), self.clock.now())
         self.cfg = cfg
         self.reload_ok, self.reload_ts = 1.0, self.clock.now()
@@ -234,21 +241,6 @@ class Daemon:
         await self.http.cleanup()
         self.store.close()
         log.info("sloguard stopped")
-
-
-def startup_grace(cfg: Config) -> float:
-    """Return how long after start every input series should have been collected at least once."""
-    intervals = [t.scrape_interval for t in cfg.targets] + [p.interval for p in cfg.probes] + [cfg.gpu.interval]
-    return max(2 * max(intervals, default=0.0), 3 * cfg.evaluation_interval)
-
-
-def _horizon(slos: Sequence[SLO]) -> float:
-    return max((s.window for s in slos), default=0.0)
-
-
-def server_horizon(slos: Sequence[SLO]) -> float:
-    """Return how long server-side history must reach back: the longest server SLO window, at least 15 min."""
-    return max([900.0, *(s.window for s in slos if s.source == "server")])
 
 
 async def _quietly(coro: Coroutine[Any, Any, None]) -> None:
