@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import random
 import re
-from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 from sim_fakes import PROFILE, request, run_step
+from support.fixtures import captured_metrics_dir
 
 from sloguard.clock import FakeClock
 from sloguard.sim.engine import Engine
 from sloguard.sim.metrics import SimMetrics
 
-FIXTURES = Path(__file__).resolve().parents[4] / "shared" / "fixtures" / "metrics"
+FIXTURES = captured_metrics_dir()
 MODEL = "sim-llama-3-8b"
 
 

@@ -1,12 +1,13 @@
-"""Where the shared and own /metrics fixtures live (shared/ beside the repo, or SLOGUARD_SHARED_DIR)."""
+"""Where the shared and own /metrics fixtures live (see support.fixtures for the search order)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from support.fixtures import captured_metrics_dir
+
 REPO = Path(__file__).resolve().parents[3]
-SHARED = Path(os.environ.get("SLOGUARD_SHARED_DIR") or (REPO / ".." / "shared")).resolve() / "fixtures" / "metrics"
+SHARED = captured_metrics_dir()
 OWN = REPO / "tests" / "fixtures" / "metrics"
 FAMILY_LIST = SHARED / "vllm-v0.26.0-family-list.txt"
 
