@@ -85,6 +85,8 @@ async def _stream(request: web.Request, sim: Simulator, p: wire.GenParams, req: 
             sim.scheduler.cancel(req, "error")
             await resp.write(wire.sse(wire.error_body("injected fault: mid-stream error", 500,
                                                       "InternalServerError")))
+            await resp.write(wire.DONE)  # vLLM's serving_chat/serving_completion end an error with [DONE] too
+            await resp.write_eof()
             return resp
         await resp.write(wire.chunk(p, req.rid, sim.created, wire.token_text(text_rng, n), finish))
         sent += n

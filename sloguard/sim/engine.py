@@ -51,7 +51,7 @@ class SimRequest:
 class Recorder(Protocol):
     """Receives engine events; `metrics.SimMetrics` implements it."""
 
-    def step(self, running: int, waiting: int, kv_usage: float, tokens: int) -> None: ...
+    def step(self, running: int, waiting: int, kv_usage: float, tokens: int | None) -> None: ...
     def preempted(self) -> None: ...
     def token(self, req: SimRequest, gap: float | None) -> None: ...
     def finished(self, req: SimRequest, now: float) -> None: ...
@@ -85,6 +85,11 @@ class Engine:
         if req in self.running:
             self.running.remove(req)
         self._finish(req, reason, self._clock())
+        self._record_state()
+
+    def _record_state(self) -> None:
+        # Gauges follow the scheduler after every change, so an idle server reads 0 running, as vLLM does.
+        self._rec.step(len(self.running), len(self.waiting), self.kv_usage(), None)
 
     def idle(self) -> bool:
         """Return True when nothing is waiting or running."""
@@ -96,6 +101,7 @@ class Engine:
         self._preempt_overflow()
         self._admit(now)
         if not self.running:
+            self._record_state()
             return None
         prefill = sum(r.computed_tokens() for r in self.running if r.needs_prefill)
         decode = sum(1 for r in self.running if not r.needs_prefill)
@@ -121,6 +127,8 @@ class Engine:
                 self.running.remove(req)
                 self._finish(req, req.finish_reason, now)
                 done.append(req)
+        if done:
+            self._record_state()
         return done
 
     def kv_usage(self) -> float:

@@ -105,12 +105,13 @@ class SimMetrics:
         """Return the text exposition (format 0.0.4)."""
         return generate_latest(self.registry)
 
-    def step(self, running: int, waiting: int, kv_usage: float, tokens: int) -> None:
-        """Record one engine step's scheduler state."""
+    def step(self, running: int, waiting: int, kv_usage: float, tokens: int | None) -> None:
+        """Record the scheduler state, and a step's batched tokens when `tokens` is not None."""
         self.running.set(running)
         self.waiting.set(waiting)
         self.kv.set(kv_usage)
-        self.iteration.observe(tokens)
+        if tokens is not None:
+            self.iteration.observe(tokens)
 
     def preempted(self) -> None:
         """Count one preemption."""

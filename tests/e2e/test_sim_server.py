@@ -202,7 +202,7 @@ def test_midstream_error_sends_error_event_without_done() -> None:
         await s.post(base + "/sim/faults", json={"midstream_error_rate": 1.0})
         out = await stream_chat(s, base, max_tokens=6)
         data = [d for _, d in out["events"]]
-        assert "[DONE]" not in data and "error" in json.loads(data[-1])
+        assert data[-1] == "[DONE]" and "error" in json.loads(data[-2])
         assert out["server"]["finish_reason"] == "error"
     run(scenario)
 

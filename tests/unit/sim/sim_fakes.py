@@ -19,12 +19,12 @@ PROFILE = LatencyProfile(prefill_base_s=0.010, prefill_per_token_s=0.001, decode
 class RecordingRecorder:
     """Keeps every engine event in lists."""
 
-    steps: list[tuple[int, int, float, int]] = field(default_factory=list)
+    steps: list[tuple[int, int, float, int | None]] = field(default_factory=list)
     preemptions: int = 0
     tokens: list[tuple[str, float | None]] = field(default_factory=list)
     done: list[tuple[str, str | None]] = field(default_factory=list)
 
-    def step(self, running: int, waiting: int, kv_usage: float, tokens: int) -> None:
+    def step(self, running: int, waiting: int, kv_usage: float, tokens: int | None) -> None:
         self.steps.append((running, waiting, kv_usage, tokens))
 
     def preempted(self) -> None:

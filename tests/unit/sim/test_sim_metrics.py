@@ -99,4 +99,5 @@ def test_counters_and_labels(served: tuple[SimMetrics, FakeClock]) -> None:
     assert value(fams, "vllm:prefix_cache_hits", "vllm:prefix_cache_hits_total") == 20
     assert value(fams, "vllm:request_success", "vllm:request_success_total", finished_reason="length") == 1
     assert value(fams, "vllm:request_success", "vllm:request_success_total", finished_reason="abort") == 0
-    assert value(fams, "vllm:num_requests_running", "vllm:num_requests_running") == 1  # last step's batch
+    assert value(fams, "vllm:num_requests_running", "vllm:num_requests_running") == 0  # idle after it finished
+    assert value(fams, "vllm:kv_cache_usage_perc", "vllm:kv_cache_usage_perc") == 0
