@@ -48,20 +48,27 @@ def _decode(data: str, chat: bool) -> Chunk:
         return Chunk(error=err)
     content = reasoning = done = False
     tokens: int | None = None
+    chars = 0
     for choice in obj.get("choices") or ():
         if chat:
             delta = choice.get("delta") or {}
-            content = content or bool(delta.get("content"))
-            reasoning = reasoning or bool(delta.get("reasoning_content") or delta.get("reasoning"))
+            text, thought = _text(delta.get("content")), _text(delta.get("reasoning_content") or delta.get("reasoning"))
+            content, reasoning = content or bool(text), reasoning or bool(thought)
+            chars += len(text) + len(thought)
             n = _logprob_tokens(choice, "content")
         else:
-            content = content or bool(choice.get("text"))
+            text = _text(choice.get("text"))
+            content, chars = content or bool(text), chars + len(text)
             n = _logprob_tokens(choice, "tokens")
         tokens = n if tokens is None else tokens + (n or 0)
         done = done or bool(choice.get("finish_reason"))
     output, prompt = _usage(obj)
     return Chunk(content=content, reasoning=reasoning, tokens=tokens, output_tokens=output,
-                 prompt_tokens=prompt, done=done)
+                 prompt_tokens=prompt, done=done, chars=chars)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def decode_chat(data: str) -> Chunk:

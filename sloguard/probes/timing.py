@@ -22,6 +22,7 @@ class Chunk:
     prompt_tokens: int | None = None
     error: str | None = None
     done: bool = False  # a terminator the API defines ([DONE], finish_reason, final details)
+    chars: int = 0  # generated text length, to share out a server token total over uneven chunks
 
     @property
     def bearing(self) -> bool:
@@ -65,26 +66,33 @@ def summarize(t0_ns: int, events: Sequence[tuple[int, Chunk]]) -> Summary:
 
 def _itls(bearing: Sequence[tuple[int, Chunk]], output: int | None) -> tuple[float, ...]:
     """Per-token gaps: each event's gap split evenly over the tokens it carried."""
-    per_event = _token_estimate(bearing, output)
+    counts = _token_counts(bearing, output)
     out: list[float] = []
-    for (prev, _), (t, c) in pairwise(bearing):
-        k = float(c.tokens) if c.tokens is not None else per_event
+    for ((prev, _), (t, _c)), k in zip(pairwise(bearing), counts[1:], strict=True):
         k = max(k, 1.0)
         out.extend([(t - prev) * NS / k] * max(1, round(k)))
     return tuple(out)
 
 
-def _token_estimate(bearing: Sequence[tuple[int, Chunk]], output: int | None) -> float:
-    """Tokens per event for events that do not state a count: spread the server's total over them."""
-    implicit = sum(1 for _, c in bearing if c.tokens is None)
-    if output is None or implicit == 0:
-        return 1.0
-    remainder = output - sum(c.tokens or 0 for _, c in bearing)
+def _token_counts(bearing: Sequence[tuple[int, Chunk]], output: int | None) -> list[float]:
+    """Tokens per event: stated counts as given; the server's remaining total shared out by text length."""
+    implicit = [c for _, c in bearing if c.tokens is None]
+    remainder = float(output - sum(c.tokens or 0 for _, c in bearing)) if output is not None else 0.0
     # usage counts the end-of-sequence token, which no event carries as text:
     # one token more than events is not a multi-token chunk
-    if remainder <= implicit + 1:
-        return 1.0
-    return remainder / implicit
+    spread = bool(implicit) and remainder > len(implicit) + 1
+    chars = sum(c.chars for c in implicit)
+    counts = []
+    for _, c in bearing:
+        if c.tokens is not None:
+            counts.append(float(c.tokens))
+        elif not spread:
+            counts.append(1.0)
+        elif chars > 0:
+            counts.append(remainder * c.chars / chars)
+        else:
+            counts.append(remainder / len(implicit))
+    return counts
 
 
 def _last(values: Iterable[T | None]) -> T | None:
