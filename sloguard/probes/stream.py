@@ -12,6 +12,7 @@ assembling 1024 events at once held the probe loop ~8 ms, delaying every other s
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -27,6 +28,8 @@ from sloguard.probes.job import ProbeJob
 from sloguard.probes.sse import DONE, SSESplitter
 from sloguard.probes.timing import Chunk, Summary, percentile, summarize
 from sloguard.probes.workload import Prompt, traceparent
+
+log = logging.getLogger("sloguard.probes")
 
 Decoder = Callable[[str], Chunk]
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -150,7 +153,20 @@ async def run_stream(
         headers["Authorization"] = f"Bearer {job.api_key}"
     events = Events(decode)
     f = await fetch(session, url, body, headers, job.timeout, events.feed)
+    _warn_if_unstamped(f.late)
     return _result(job, prompt, trace_id, f.ts, f.status, f.stamps, events, done_on_eof, f.error)
+
+
+_warned_late = False
+
+
+def _warn_if_unstamped(late: int) -> None:
+    """Say once per process when the arrival hook missed reads (e.g. an aiohttp upgrade changed internals)."""
+    global _warned_late
+    if late and not _warned_late:
+        _warned_late = True
+        log.warning("probe arrival hook missed %d reads: their timestamps include reader wake-up delay "
+                    "(check the aiohttp version against sloguard/probes/arrival.py)", late)
 
 
 async def _read(
