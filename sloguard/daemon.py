@@ -228,7 +228,7 @@ class Daemon:
         self.stopping.set()
         self.notify.stopping()
         self.runner.shutdown()
-        await asyncio.to_thread(self.probes.stop, 3.0)
+        await asyncio.to_thread(self.probes.stop, 4.0)  # > the worker's 3 s grace for in-flight requests
         with contextlib.suppress(Exception):
             self.drain_probes()
         for t in self._tasks:

@@ -89,3 +89,33 @@ def test_probe_process_runs_updates_and_stops(sim: str) -> None:
     finally:
         worker.stop()
     assert not worker.alive()
+
+
+def _sim_finished(sim: str) -> dict[str, float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"{sim}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    return {s.labels["finished_reason"]: s.value for f in text_string_to_metric_families(text)
+            for s in f.samples if s.name == "vllm:request_success_total"}
+
+
+def test_sigterm_to_the_probe_process_finishes_in_flight_requests_and_loses_no_result(sim: str) -> None:
+    import os
+    import signal
+    import time
+
+    http(f"{sim}/sim/faults", {"stall_first_token_s": 0.25})
+    job = ProbeJob(name="a", target="sim", api="chat", url=sim, model=MODEL, max_tokens=4, interval=0.3, timeout=2)
+    worker = ProbeWorker([job])
+    worker.start()
+    got = _drain_until(worker, 3, 30)
+    os.kill(worker._proc.pid, signal.SIGTERM)  # what a group-wide SIGTERM (systemctl stop) delivers
+    worker._proc.join(10)
+    assert worker._proc.exitcode == 0, "the probe process must exit cleanly on SIGTERM"
+    worker.stop()
+    got += worker.drain()
+    time.sleep(0.2)
+    finished = _sim_finished(sim)
+    assert finished.get("abort", 0) == 0, "an in-flight request was cut off"
+    assert sum(finished.values()) == len(got), (finished, len(got))
