@@ -102,7 +102,8 @@ class ProbeMetrics:
                 tk = (r.probe, r.target)
                 self._tokens[kind][tk] = self._tokens[kind].get(tk, 0) + count
         if r.ok:
-            self._last_success[r.probe] = max(r.ts, self._last_success.get(r.probe, 0.0))
+            done = r.ts + (r.e2e_s or 0.0)  # ts is when the request started; success is when it ended
+            self._last_success[r.probe] = max(done, self._last_success.get(r.probe, 0.0))
             self._observe_latencies(r)
 
     def _observe_latencies(self, r: ProbeResult) -> None:

@@ -71,8 +71,9 @@ def test_histograms_counters_and_freshness() -> None:
         assert s[("sloguard_probe_requests_total", (("outcome", out), *pt))] == n
     assert s[("sloguard_probe_output_tokens_total", pt)] == 22
     assert s[("sloguard_probe_prompt_tokens_total", pt)] == 140
-    assert s[("sloguard_probe_last_success_timestamp_seconds", (("probe", "p"),))] == 151
-    assert s[("sloguard_probe_last_success_age_seconds", (("probe", "p"),))] == 9
+    # success happens when the request ends: started at 151, e2e 0.4 s
+    assert s[("sloguard_probe_last_success_timestamp_seconds", (("probe", "p"),))] == pytest.approx(151.4)
+    assert s[("sloguard_probe_last_success_age_seconds", (("probe", "p"),))] == pytest.approx(8.6)
     assert s[("sloguard_probe_last_success_age_seconds", (("probe", "never"),))] == 60  # since start
     assert not any(name == "sloguard_probe_timing_overhead_seconds" for name, _ in s)
 
