@@ -39,9 +39,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         if args.secrets:
             read_secrets(cfg)
     except ConfigError as exc:
-        print(f"{args.config}: invalid configuration ({len(exc.errors)} error(s))", file=sys.stderr)
-        for line in exc.errors:
-            print(line, file=sys.stderr)
+        print(exc.report(args.config), file=sys.stderr)
         return 2
     print(f"{args.config}: ok ({len(cfg.targets)} targets, {len(cfg.probes)} probes, {len(cfg.slos)} SLOs, "
           f"{len(cfg.alerts)} alerts, {len(cfg.notifiers)} notifiers)")

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 import time
 from collections.abc import Coroutine
 from pathlib import Path
@@ -254,7 +255,7 @@ async def serve(config_path: str, web_config_path: str | None = None, listen: st
     try:
         await daemon.start()
     except ConfigError as exc:
-        print(f"sloguard: invalid configuration {exc.source}:", *exc.errors, sep="\n  ")
+        print(exc.report(config_path), file=sys.stderr)
         return 2
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(daemon.reload()))
