@@ -16,6 +16,9 @@ class SourceError(Exception):
         super().__init__(message)
         self.reason = reason
 
+    def __reduce__(self) -> tuple[type[SourceError], tuple[str, str]]:
+        return type(self), (self.reason, str(self))  # crosses the parser-process boundary intact
+
 
 @dataclass(frozen=True)
 class SourceOutput:

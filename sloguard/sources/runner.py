@@ -49,6 +49,7 @@ class SourceRunner:
         self.scheduler = AsyncIOScheduler()
         self.sources: list[Source] = []
         self.states: dict[tuple[str, str], SourceState] = {}
+        self._stopped = False
 
     def start(self, sources: Sequence[Source]) -> None:
         """Schedule every source; first runs are spread over the first second so they do not burst."""
@@ -84,6 +85,10 @@ class SourceRunner:
         reason: str | None = None
         try:
             out = await asyncio.wait_for(src.collect(), timeout=src.timeout)
+        except asyncio.CancelledError:
+            if self._stopped:
+                return  # shutdown cancels runs in flight: an expected end, not a job error with a traceback
+            raise
         except SourceError as exc:
             reason, msg = exc.reason, str(exc)
         except TimeoutError:
@@ -147,6 +152,7 @@ class SourceRunner:
 
     def shutdown(self) -> None:
         """Stop scheduling; running jobs are cancelled with the event loop."""
+        self._stopped = True
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
 

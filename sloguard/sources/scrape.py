@@ -2,7 +2,8 @@
 
 Failure reasons (the `reason` label): connect, timeout, http_status, not_metrics (HTML, JSON, quoted
 text), too_large (over TargetSpec.max_body_bytes, checked while reading, after decompression), parse
-(malformed or truncated body), no_known_metrics (no engine signal found). Each distinct reason is
+(malformed or truncated body), no_known_metrics (no engine signal found), and the scrape limits
+sample_limit, label_limit, label_value_length_limit, series_limit (see sources/limits.py). Each distinct reason is
 logged once per target until the target recovers, which is logged once too. The API key is sent as a
 Bearer token and never logged.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -22,8 +24,9 @@ from sloguard.clock import Clock, SystemClock
 from sloguard.config.spec import TargetSpec
 from sloguard.model import ServerView
 from sloguard.sources.base import SourceError, SourceOutput
-from sloguard.sources.engines import normalise
-from sloguard.sources.parse import ParseError, parse_text
+from sloguard.sources.limits import Digest, ScrapeLimits
+from sloguard.sources.parse import ParseError
+from sloguard.sources.parsepool import POOL
 from sloguard.windows.histo import is_reset
 
 log = logging.getLogger("sloguard.scrape")
@@ -54,6 +57,44 @@ def went_backwards(old: ServerView, new: ServerView) -> bool:
     return False
 
 
+# zlib window bits per Content-Encoding: gzip header, or zlib header / raw deflate (both seen as "deflate").
+_WBITS = {"gzip": 31, "x-gzip": 31, "deflate": 47}  # 47: zlib or gzip header, detected
+
+
+def _session() -> aiohttp.ClientSession:
+    # Bodies are inflated by _inflate, bounded by max_body_bytes and off the event loop: aiohttp would inflate
+    # a gzip bomb's 64 KB chunk into 64 MB in one call on the loop (measured: /metrics GET p99 121 ms).
+    return aiohttp.ClientSession(auto_decompress=False)
+
+
+def _inflate(body: bytes, encoding: str, cap: int) -> bytes:
+    """Return the inflated body; SourceError too_large past `cap` bytes (zlib releases the GIL meanwhile)."""
+    error: zlib.error | None = None
+    for wbits in (_WBITS[encoding], -15):  # -15: raw deflate, which some servers send as "deflate"
+        try:
+            inflater = zlib.decompressobj(wbits)
+            out = inflater.decompress(body, cap + 1)
+            break
+        except zlib.error as exc:
+            error = exc
+    else:
+        raise SourceError("parse", f"corrupt {encoding} body: {error}")
+    if len(out) > cap or inflater.unconsumed_tail:
+        raise SourceError("too_large", f"body over {cap} bytes once inflated ({encoding})")
+    return out
+
+
+def _head(body: bytes) -> str:
+    """Return the start of the body, past leading whitespace, as text for sniff()."""
+    return body[:4096].lstrip()[:64].decode("utf-8", errors="replace")
+
+
+def _retrieve(fut: asyncio.Future[Digest]) -> None:
+    """Mark a parse's outcome as seen, so a parse whose scrape timed out logs no 'never retrieved' noise."""
+    if not fut.cancelled():
+        fut.exception()
+
+
 class ScrapeSource:
     """Source of kind "scrape" for one target; payload is the ServerView of each scrape."""
 
@@ -73,21 +114,38 @@ class ScrapeSource:
         self.clock = clock
         self.restarts = 0
         self._api_key = (secrets or {}).get(target.name)
-        self._factory = session_factory or aiohttp.ClientSession
+        self._factory = session_factory or _session
         self._session: aiohttp.ClientSession | None = None
         self._logged: set[str] = set()
         self._last: ServerView | None = None
+        self._parsing: asyncio.Future[Digest] | None = None
+        self.limits = ScrapeLimits.of(target)
 
     async def collect(self) -> SourceOutput:
-        """Scrape once; raise SourceError(reason, msg) for any failure, nothing else but cancellation."""
+        """Scrape once; raise SourceError(reason, msg) for any failure, nothing else but cancellation.
+
+        Parsing and normalising run in a worker thread, so a large page never holds the event loop (and
+        with it /metrics) for its whole parse; a page still being parsed from an earlier, timed-out run
+        fails this run with reason `timeout` instead of starting a second parse beside it.
+        """
         try:
-            text = await self._fetch()
-            samples = parse_text(text)
-            view = normalise(samples, self.spec.engine, self.target, self.clock.now(), self.spec.model or "default")
-            if not view.models:
-                raise SourceError("no_known_metrics", f"no {self.spec.engine} engine metrics in {len(samples)} samples")
+            if self._parsing is not None and not self._parsing.done():
+                raise SourceError("timeout", "the previous page is still being parsed")
+            body = await self._fetch()
+            size = len(body)
+            self._parsing = asyncio.ensure_future(POOL.digest(body, self.spec, self.clock.now(), self.limits))
+            self._parsing.add_done_callback(_retrieve)
+            del body  # the parse owns the page now; trim() below can hand its memory back
+            try:
+                done = await asyncio.shield(self._parsing)
+            finally:
+                if POOL.is_large(size):
+                    await POOL.trim()
+            view = done.view
         except SourceError as exc:
             self._failed(exc)
+            if exc.reason == "too_large":
+                await POOL.trim()  # up to max_body_bytes of chunks were read before the cap hit
             raise
         except ParseError as exc:
             self._failed(err := SourceError("parse", str(exc)))
@@ -96,7 +154,7 @@ class ScrapeSource:
             self._failed(err := SourceError("parse", f"{type(exc).__name__}: {exc}"))
             raise err from None
         self._succeeded(view)
-        return SourceOutput(families=self._families(len(text), len(samples)), payload=view)
+        return SourceOutput(families=self._families(size, done.samples), payload=view)
 
     async def close(self) -> None:
         """Close the HTTP session, if one was opened."""
@@ -106,9 +164,9 @@ class ScrapeSource:
 
     async def fetch_text(self) -> str:
         """Return the body of one scrape; raise SourceError for transport and content-type failures."""
-        return await self._fetch()
+        return (await self._fetch()).decode("utf-8", errors="replace")
 
-    async def _fetch(self) -> str:
+    async def _fetch(self) -> bytes:
         url = self.spec.metrics_url or ""
         if url.startswith("file://"):
             return await asyncio.to_thread(self._read_file, Path(unquote(urlparse(url).path)))
@@ -121,10 +179,10 @@ class ScrapeSource:
         except aiohttp.ClientError as exc:
             raise SourceError("connect", f"{type(exc).__name__}: {exc}") from None
 
-    async def _get(self, url: str) -> str:
+    async def _get(self, url: str) -> bytes:
         if self._session is None:
             self._session = self._factory()
-        headers = {"Accept": ACCEPT}
+        headers = {"Accept": ACCEPT, "Accept-Encoding": "gzip, deflate"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         cap = self.spec.max_body_bytes
@@ -133,19 +191,26 @@ class ScrapeSource:
                 raise SourceError("http_status", f"HTTP {resp.status}")
             if resp.content_length is not None and resp.content_length > cap:
                 raise SourceError("too_large", f"Content-Length {resp.content_length} > {cap} bytes")
+            encoding = resp.headers.get("Content-Encoding", "identity").strip().lower()
+            if self._session.auto_decompress or encoding == "identity":
+                encoding = ""  # aiohttp inflated it already (a custom session), or it was never compressed
+            elif encoding not in _WBITS:
+                raise SourceError("not_metrics", f"unsupported Content-Encoding {encoding[:32]!r}")
             chunks, size = [], 0
             async for chunk in resp.content.iter_chunked(_CHUNK):
                 size += len(chunk)
                 if size > cap:
                     raise SourceError("too_large", f"body over {cap} bytes")
                 chunks.append(chunk)
-            text = b"".join(chunks).decode("utf-8", errors="replace")
-            why = sniff(text, resp.headers.get("Content-Type", ""))
+            body = b"".join(chunks)
+            if encoding:
+                body = await asyncio.to_thread(_inflate, body, encoding, cap)
+            why = sniff(_head(body), resp.headers.get("Content-Type", ""))
         if why:
             raise SourceError("not_metrics", why)
-        return text
+        return body
 
-    def _read_file(self, path: Path) -> str:
+    def _read_file(self, path: Path) -> bytes:
         try:
             with path.open("rb") as fh:
                 data = fh.read(self.spec.max_body_bytes + 1)
@@ -153,10 +218,9 @@ class ScrapeSource:
             raise SourceError("connect", f"cannot read {path.name}: {exc.strerror}") from None
         if len(data) > self.spec.max_body_bytes:
             raise SourceError("too_large", f"file over {self.spec.max_body_bytes} bytes")
-        text = data.decode("utf-8", errors="replace")
-        if why := sniff(text):
+        if why := sniff(_head(data)):
             raise SourceError("not_metrics", why)
-        return text
+        return data
 
     def _failed(self, exc: SourceError) -> None:
         if exc.reason not in self._logged:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import logging
+import zlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -174,3 +175,41 @@ def test_restart_detected_and_counted(tmp_path: Path) -> None:
 
     asyncio.run(go())
     assert src.restarts == 1
+
+
+def _encoded(data: bytes, encoding: str) -> Handler:
+    async def handle(_: web.Request) -> web.StreamResponse:
+        return web.Response(body=data, headers={"Content-Encoding": encoding, "Content-Type": "text/plain"})
+
+    return handle
+
+
+@pytest.mark.parametrize(("encoding", "pack"), [
+    ("gzip", gzip.compress),
+    ("deflate", zlib.compress),
+    ("deflate", lambda b: zlib.compress(b)[2:-4]),  # raw deflate, as some servers send it
+])
+def test_compressed_pages_are_inflated_off_the_loop(encoding: str, pack: Callable[[bytes], bytes]) -> None:
+    out = scrape(_encoded(pack(VLLM.encode()), encoding))
+    assert isinstance(out, SourceOutput) and isinstance(out.payload, ServerView)
+    assert "Qwen/Qwen3-0.6B" in out.payload.models
+
+
+@pytest.mark.parametrize(("handler", "reason"), [
+    (_encoded(b"not gzip at all", "gzip"), "parse"),
+    (_encoded(b"x", "br"), "not_metrics"),
+    (_encoded(gzip.compress(b"#" * (64 << 20)), "gzip"), "too_large"),  # 64 MiB of comment from 64 KiB
+])
+def test_bad_or_bombing_encodings_fail_with_a_reason(handler: Handler, reason: str) -> None:
+    out = scrape(handler)
+    assert isinstance(out, SourceError) and out.reason == reason, out
+
+
+def test_a_page_over_the_sample_limit_is_rejected_whole() -> None:
+    page = VLLM + "".join(f"filler_total{{i=\"{i}\"}} 1\n" for i in range(2_000))
+    out = scrape(text(page), sample_limit=1_000)
+    assert isinstance(out, SourceError) and out.reason == "sample_limit"
+    assert "more than 1000 samples" in str(out)
+    ok = scrape(text(page), sample_limit=0)
+    assert isinstance(ok, SourceOutput)
+    assert next(s.value for f in ok.families for s in f.samples if f.name == "sloguard_scrape_samples") > 2_000
