@@ -17,7 +17,6 @@ if [ -f "$DEST/COMPLETE" ] && [ -x "$DEST/bin/llama-server" ]; then
   echo "$DEST"
   exit 0
 fi
-
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo"
 need=()
@@ -38,6 +37,16 @@ if [ -f "$DEST/COMPLETE" ] && [ -x "$DEST/bin/llama-server" ]; then
   echo "$DEST"
   exit 0
 fi
+# A machine-wide copy (outside the clone) lets a fresh clone on the same machine, e.g. CI's, skip the build.
+CACHE="${SLOGUARD_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/sloguard}/llama-$VERSION"
+if [ -f "$CACHE/COMPLETE" ] && [ -x "$CACHE/bin/llama-server" ]; then
+  mkdir -p "$ROOT/.tools"
+  rm -rf "$DEST.copy" && cp -a "$CACHE" "$DEST.copy" && rm -rf "$DEST" && mv "$DEST.copy" "$DEST"
+  log "using the machine's cached build $CACHE"
+  echo "$DEST"
+  exit 0
+fi
+
 
 WORK="$ROOT/.tools/llama-$VERSION.build"
 mkdir -p "$WORK"
@@ -76,5 +85,8 @@ echo "llama-cpp-python $VERSION, built $(date -u +%FT%TZ) in $(( $(date +%s) - s
 rm -rf "$DEST"
 mv "$stage" "$DEST"
 rm -rf "$WORK"
+if mkdir -p "$(dirname "$CACHE")" 2>/dev/null; then
+  rm -rf "$CACHE.copy" && cp -a "$DEST" "$CACHE.copy" && rm -rf "$CACHE" && mv "$CACHE.copy" "$CACHE" || true
+fi
 log "installed $DEST ($(cat "$DEST/COMPLETE"))"
 echo "$DEST"

@@ -36,13 +36,19 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     try:
         cfg = load_config(args.config)
-        if args.secrets:
-            read_secrets(cfg)
+        secrets = read_secrets(cfg) if args.secrets or args.online else None
     except ConfigError as exc:
         print(exc.report(args.config), file=sys.stderr)
         return 2
     print(f"{args.config}: ok ({len(cfg.targets)} targets, {len(cfg.probes)} probes, {len(cfg.slos)} SLOs, "
           f"{len(cfg.alerts)} alerts, {len(cfg.notifiers)} notifiers)")
+    if args.online and secrets is not None:
+        from sloguard.sources.online import check_targets
+
+        findings = asyncio.run(check_targets(cfg, secrets.targets))
+        for f in findings:
+            print(f.text, file=sys.stdout if f.ok else sys.stderr)
+        return 0 if all(f.ok for f in findings) else 1
     return 0
 
 
@@ -62,16 +68,23 @@ def _cmd_version(_: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sloguard", description="LLM inference latency SLO daemon and exporter.")
+    p = argparse.ArgumentParser(prog="sloguard", description="LLM inference latency SLO daemon and exporter.",
+                                epilog="Run `sloguard COMMAND --help` for a command's options.")
+    p.add_argument("--version", action="version", version=f"sloguard {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="run the daemon")
     run.add_argument("-c", "--config", required=True)
     run.add_argument("--web.config.file", dest="web_config_file", help="exporter-toolkit web config (TLS, auth)")
     run.add_argument("--web.listen-address", dest="listen", help="override the config's listen address")
     run.set_defaults(fn=_cmd_run)
-    check = sub.add_parser("check", help="validate a config file (exit 2 on errors)")
-    check.add_argument("-c", "--config", required=True)
+    check = sub.add_parser("check", help="validate a config file (exit 2 on errors)",
+                           description="Validate a config offline: every error as `PATH: message`, exit 2. With "
+                           "--online also contact each target: is /metrics an engine page, and does /v1/models "
+                           "serve the models the probes send? Exit 1 if a target has a problem.")
+    check.add_argument("-c", "--config", required=True, help="the sloguard config file (YAML)")
     check.add_argument("--secrets", action="store_true", help="also read every referenced secret")
+    check.add_argument("--online", action="store_true",
+                       help="also scrape each target once and check its /v1/models (reads secrets)")
     check.set_defaults(fn=_cmd_check)
     config = sub.add_parser("config", help="config helpers")
     config.add_argument("what", choices=["schema"], help="schema: print the JSON Schema of the config")

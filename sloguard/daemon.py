@@ -37,6 +37,7 @@ from sloguard.probes.feed import ProbeFeed
 from sloguard.slo.engine import SLOEngine
 from sloguard.slo.model import slos_from_config
 from sloguard.sources.base import Source, SourceOutput
+from sloguard.sources.online import log_findings
 from sloguard.sources.runner import SourceRunner
 from sloguard.store import Store
 from sloguard.windows.coarse import BucketAdvisor
@@ -110,6 +111,8 @@ class Daemon:
                      self._loop(PRUNE_INTERVAL, self._prune),
                      self._alert_delivery(), self._watchdog()):
             self._tasks.append(asyncio.create_task(coro))
+        # First run only: name probe models the servers do not serve (else every request is a silent 404).
+        self._tasks.append(asyncio.create_task(log_findings(cfg, secrets.targets)))
         log.info("sloguard started", extra={"version": __version__, "listen": self.listen_override or cfg.listen,
                                             "port": self.port, "sources": len(sources),
                                             "probes": len(cfg.probes), "slos": len(cfg.slos)})

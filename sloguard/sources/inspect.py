@@ -7,6 +7,7 @@ import asyncio
 import json
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from sloguard.config.spec import TargetSpec
 from sloguard.model import Histogram, ServerView
 from sloguard.sources.base import SourceError
 from sloguard.sources.engines import ENGINES, normalise
+from sloguard.sources.engines.provenance import Fed, provenance
 from sloguard.sources.parse import ParseError, parse_text
 from sloguard.sources.scrape import ScrapeSource
 
@@ -45,8 +47,25 @@ def view_json(view: ServerView) -> dict[str, Any]:
     return {"target": view.target, "engine": view.engine, "models": models}
 
 
-def _text(view: ServerView) -> str:
+def signals_json(feds: Sequence[Fed]) -> dict[str, Any]:
+    """Return {canonical signal: {"available": bool, "fed_by": [raw series], "note": str}}."""
+    return {f.signal: {"available": f.available, "fed_by": list(f.sources), "note": "" if f.available else f.how}
+            for f in feds}
+
+
+def _signals_text(feds: Sequence[Fed]) -> list[str]:
+    lines = ["signals (sloguard_server_<signal> <- raw series):"]
+    for f in feds:
+        fed = " ; ".join(f.sources) if f.available else "not available" + (f": {f.how}" if f.how else "")
+        fed += " (a mean per window, no quantiles)" if f.how == "mean" else ""
+        lines.append(f"  {f.signal:<30} {fed}")
+    return lines
+
+
+def _text(view: ServerView, feds: Sequence[Fed] = ()) -> str:
     lines = [f"engine: {view.engine}"]
+    if feds:
+        lines.extend(_signals_text(feds))
     for name, mv in view.models.items():
         lines.append(f"model: {name}")
         for sig, h in mv.histograms.items():
@@ -90,5 +109,9 @@ def main(argv: list[str]) -> int:
         print(json.dumps(raw, indent=None if args.json else 1))
         return 0
     view = normalise(samples, args.engine, "inspect", 0.0)
-    print(json.dumps(view_json(view), indent=2) if args.json else _text(view))
+    feds = provenance(ENGINES[view.engine], samples) if view.engine in ENGINES else []
+    if args.json:
+        print(json.dumps({**view_json(view), "signals": signals_json(feds)}, indent=2))
+    else:
+        print(_text(view, feds))
     return 0

@@ -17,6 +17,7 @@ from prometheus_client.metrics_core import Metric
 from sloguard.clock import Clock, SystemClock
 from sloguard.exporter.snapshot import Snapshot
 from sloguard.sources.base import Source, SourceError, SourceOutput
+from sloguard.sources.parsepool import POOL
 
 log = logging.getLogger("sloguard.runner")
 OnOutput = Callable[[Source, SourceOutput], None]
@@ -151,10 +152,11 @@ class SourceRunner:
         return [up, dur, last, fails]
 
     def shutdown(self) -> None:
-        """Stop scheduling; running jobs are cancelled with the event loop."""
+        """Stop scheduling and the parser process; running jobs are cancelled with the event loop."""
         self._stopped = True
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
+        POOL.close()
 
 
 def _dt(ts: float) -> datetime:
