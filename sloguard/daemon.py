@@ -91,6 +91,8 @@ class Daemon:
         self.server_windows = ServerWindows(max_age=server_horizon(slos))
         self.buckets = BucketAdvisor()
         self.probes = ProbeFeed(jobs_from_config(cfg, secrets.targets), cfg.probe_settings.history_size)
+        # Values a rule can read continue across a restart: last success (and its age) come from the store.
+        self.probes.metrics.restore(self.store.probe_baselines())
         self.probes.start()
         # Restored alerts whose series are not collected yet are held, not resolved (no re-page on restart).
         self.alerting = Alerting(cfg, self.store, self.clock, secrets.notifiers, startup_grace=startup_grace(cfg))
