@@ -68,25 +68,35 @@ def _cmd_version(_: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sloguard", description="LLM inference latency SLO daemon and exporter.",
-                                epilog="Run `sloguard COMMAND --help` for a command's options.")
+    p = argparse.ArgumentParser(
+        prog="sloguard", description="LLM inference latency SLO daemon and exporter.",
+        epilog="First steps: `sloguard demo` (simulator + daemon, nothing to configure); with your own config "
+        "(start from sloguard.example.yaml): `sloguard check -c FILE --online`, then `sloguard run -c FILE`. "
+        "Run `sloguard COMMAND --help` for a command's options.")
     p.add_argument("--version", action="version", version=f"sloguard {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    run = sub.add_parser("run", help="run the daemon")
-    run.add_argument("-c", "--config", required=True)
-    run.add_argument("--web.config.file", dest="web_config_file", help="exporter-toolkit web config (TLS, auth)")
-    run.add_argument("--web.listen-address", dest="listen", help="override the config's listen address")
+    run = sub.add_parser("run", help="run the daemon",
+                         description="Run the daemon: scrape the targets, run the probes, evaluate SLOs and alerts, "
+                         "serve /metrics. SIGHUP or POST /-/reload reloads the config (a bad one is refused and the "
+                         "old one keeps running); SIGTERM stops. Exit 2 on a bad config at start.")
+    run.add_argument("-c", "--config", required=True, metavar="FILE",
+                     help="the sloguard config file (YAML; validate it with `sloguard check`)")
+    run.add_argument("--web.config.file", dest="web_config_file", metavar="FILE",
+                     help="exporter-toolkit web config: TLS, mTLS and basic auth for the HTTP endpoints")
+    run.add_argument("--web.listen-address", dest="listen", metavar="HOST:PORT",
+                     help="serve on this address instead of the config's `listen` (e.g. 127.0.0.1:9478)")
     run.set_defaults(fn=_cmd_run)
     check = sub.add_parser("check", help="validate a config file (exit 2 on errors)",
                            description="Validate a config offline: every error as `PATH: message`, exit 2. With "
                            "--online also contact each target: is /metrics an engine page, and does /v1/models "
                            "serve the models the probes send? Exit 1 if a target has a problem.")
-    check.add_argument("-c", "--config", required=True, help="the sloguard config file (YAML)")
+    check.add_argument("-c", "--config", required=True, metavar="FILE", help="the sloguard config file (YAML)")
     check.add_argument("--secrets", action="store_true", help="also read every referenced secret")
     check.add_argument("--online", action="store_true",
                        help="also scrape each target once and check its /v1/models (reads secrets)")
     check.set_defaults(fn=_cmd_check)
-    config = sub.add_parser("config", help="config helpers")
+    config = sub.add_parser("config", help="print the config's JSON Schema (editor completion)",
+                            description="`sloguard config schema` prints the JSON Schema of the config file.")
     config.add_argument("what", choices=["schema"], help="schema: print the JSON Schema of the config")
     config.set_defaults(fn=_cmd_config)
     sub.add_parser("version", help="print the version").set_defaults(fn=_cmd_version)

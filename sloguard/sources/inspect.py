@@ -1,4 +1,8 @@
-"""`sloguard inspect-metrics FILE_OR_URL`: show what sloguard reads from an engine's /metrics, offline."""
+"""`sloguard inspect-metrics FILE_OR_URL`: show what sloguard reads from an engine's /metrics.
+
+Prints the detected engine, for every canonical signal (`sloguard_server_<signal>`) the raw series that fed
+it or "not available", and the normalised values per model. Exit 0, 1 if the page cannot be read or parsed.
+"""
 
 from __future__ import annotations
 
@@ -91,9 +95,11 @@ async def _read(source: str, engine: str) -> str:
 
 def main(argv: list[str]) -> int:
     """Print the detected engine and normalised signals (or --raw samples); 0 ok, 1 unreadable, 2 usage."""
-    ap = argparse.ArgumentParser(prog="sloguard inspect-metrics", description=__doc__)
+    ap = argparse.ArgumentParser(prog="sloguard inspect-metrics", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("source", metavar="FILE_OR_URL", help="a file, file:// or http(s):// URL, or - for stdin")
-    ap.add_argument("--engine", default="auto", choices=["auto", *ENGINES])
+    ap.add_argument("--engine", default="auto", choices=["auto", *ENGINES],
+                    help="engine map to apply (default: detected from the metric names)")
     ap.add_argument("--json", action="store_true", help="print JSON")
     ap.add_argument("--raw", action="store_true", help="print the parsed samples [{name, labels, value}]")
     args = ap.parse_args(argv)

@@ -65,10 +65,10 @@ class ParsePool:
         """Return True when a page of `size` bytes goes to the parser process."""
         return size >= self.threshold
 
-    async def trim(self) -> None:
-        """Return freed heap to the OS after a large page (off the event loop: ctypes releases the GIL)."""
+    def trim_soon(self) -> None:
+        """Return freed heap to the OS after a large page, in a worker thread (ctypes releases the GIL)."""
         if _TRIM is not None:
-            await asyncio.to_thread(_TRIM, 0)
+            asyncio.get_running_loop().run_in_executor(None, _TRIM, 0)
 
     def _ensure(self) -> ProcessPoolExecutor:
         with self._lock:

@@ -135,17 +135,15 @@ class ScrapeSource:
             size = len(body)
             self._parsing = asyncio.ensure_future(POOL.digest(body, self.spec, self.clock.now(), self.limits))
             self._parsing.add_done_callback(_retrieve)
-            del body  # the parse owns the page now; trim() below can hand its memory back
-            try:
-                done = await asyncio.shield(self._parsing)
-            finally:
-                if POOL.is_large(size):
-                    await POOL.trim()
+            if POOL.is_large(size):  # once the parse let go of the page (even after a timeout), free its memory
+                self._parsing.add_done_callback(lambda _: POOL.trim_soon())
+            del body
+            done = await asyncio.shield(self._parsing)
             view = done.view
         except SourceError as exc:
             self._failed(exc)
             if exc.reason == "too_large":
-                await POOL.trim()  # up to max_body_bytes of chunks were read before the cap hit
+                POOL.trim_soon()  # up to max_body_bytes of chunks were read before the cap hit
             raise
         except ParseError as exc:
             self._failed(err := SourceError("parse", str(exc)))
