@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -26,22 +25,21 @@ from sloguard.model import ServerView
 from sloguard.sources.base import SourceError, SourceOutput
 from sloguard.sources.limits import Digest, ScrapeLimits
 from sloguard.sources.parse import ParseError
-from sloguard.sources.parsepool import POOL
+from sloguard.sources.parsepool import (
+    POOL,
+    PROCESS_THRESHOLD,
+    WBITS,
+    Page,
+    PageWriter,
+    inflate,
+    read_back,
+    sniff,
+)
 from sloguard.windows.histo import is_reset
 
 log = logging.getLogger("sloguard.scrape")
 ACCEPT = "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1"
 _CHUNK = 65536
-
-
-def sniff(body: str, content_type: str = "") -> str | None:
-    """Return why `body` is not exposition text (HTML, JSON, JSON-quoted text), or None if it may be."""
-    ctype = content_type.split(";")[0].strip().lower()
-    if ctype in ("text/html", "application/json", "application/xhtml+xml"):
-        return f"content type {ctype}"
-    head = body.lstrip()[:1]
-    kinds = {"<": "HTML or XML", "{": "JSON", "[": "JSON", '"': "JSON-quoted text"}
-    return f"body looks like {kinds[head]}" if head in kinds else None
 
 
 def went_backwards(old: ServerView, new: ServerView) -> bool:
@@ -57,36 +55,17 @@ def went_backwards(old: ServerView, new: ServerView) -> bool:
     return False
 
 
-# zlib window bits per Content-Encoding: gzip header, or zlib header / raw deflate (both seen as "deflate").
-_WBITS = {"gzip": 31, "x-gzip": 31, "deflate": 47}  # 47: zlib or gzip header, detected
-
-
 def _session() -> aiohttp.ClientSession:
-    # Bodies are inflated by _inflate, bounded by max_body_bytes and off the event loop: aiohttp would inflate
-    # a gzip bomb's 64 KB chunk into 64 MB in one call on the loop (measured: /metrics GET p99 121 ms).
+    # Compressed bodies go to the parser process, which inflates them bounded by max_body_bytes: aiohttp would
+    # inflate a gzip bomb's 64 KB chunk into 64 MB in one call on the event loop (measured: /metrics GET p99
+    # 121 ms). Plain text is asked for, so well-behaved servers do not compress at all.
     return aiohttp.ClientSession(auto_decompress=False)
 
 
-def _inflate(body: bytes, encoding: str, cap: int) -> bytes:
-    """Return the inflated body; SourceError too_large past `cap` bytes (zlib releases the GIL meanwhile)."""
-    error: zlib.error | None = None
-    for wbits in (_WBITS[encoding], -15):  # -15: raw deflate, which some servers send as "deflate"
-        try:
-            inflater = zlib.decompressobj(wbits)
-            out = inflater.decompress(body, cap + 1)
-            break
-        except zlib.error as exc:
-            error = exc
-    else:
-        raise SourceError("parse", f"corrupt {encoding} body: {error}")
-    if len(out) > cap or inflater.unconsumed_tail:
-        raise SourceError("too_large", f"body over {cap} bytes once inflated ({encoding})")
-    return out
-
-
-def _head(body: bytes) -> str:
-    """Return the start of the body, past leading whitespace, as text for sniff()."""
-    return body[:4096].lstrip()[:64].decode("utf-8", errors="replace")
+def _read_page(page: Page, cap: int) -> bytes:
+    """Return a page's plain bytes (read back and inflated when spooled), for inspect-metrics."""
+    body = read_back(page, cap)
+    return inflate(body, page.encoding, cap) if page.encoding else body
 
 
 def _retrieve(fut: asyncio.Future[Digest]) -> None:
@@ -131,19 +110,15 @@ class ScrapeSource:
         try:
             if self._parsing is not None and not self._parsing.done():
                 raise SourceError("timeout", "the previous page is still being parsed")
-            body = await self._fetch()
-            size = len(body)
-            self._parsing = asyncio.ensure_future(POOL.digest(body, self.spec, self.clock.now(), self.limits))
+            page = await self._fetch()
+            self._parsing = asyncio.ensure_future(POOL.digest(page, self.spec, self.clock.now(), self.limits))
             self._parsing.add_done_callback(_retrieve)
-            if POOL.is_large(size):  # once the parse let go of the page (even after a timeout), free its memory
+            if page.size >= PROCESS_THRESHOLD:  # once the parse let go of the page (even after a timeout)
                 self._parsing.add_done_callback(lambda _: POOL.trim_soon())
-            del body
             done = await asyncio.shield(self._parsing)
             view = done.view
         except SourceError as exc:
             self._failed(exc)
-            if exc.reason == "too_large":
-                POOL.trim_soon()  # up to max_body_bytes of chunks were read before the cap hit
             raise
         except ParseError as exc:
             self._failed(err := SourceError("parse", str(exc)))
@@ -152,7 +127,7 @@ class ScrapeSource:
             self._failed(err := SourceError("parse", f"{type(exc).__name__}: {exc}"))
             raise err from None
         self._succeeded(view)
-        return SourceOutput(families=self._families(size, done.samples), payload=view)
+        return SourceOutput(families=self._families(page.size, done.samples), payload=view)
 
     async def close(self) -> None:
         """Close the HTTP session, if one was opened."""
@@ -161,10 +136,15 @@ class ScrapeSource:
             self._session = None
 
     async def fetch_text(self) -> str:
-        """Return the body of one scrape; raise SourceError for transport and content-type failures."""
-        return (await self._fetch()).decode("utf-8", errors="replace")
+        """Return the body of one scrape (inflated); raise SourceError for transport and content failures."""
+        page = await self._fetch()
+        try:
+            body = await asyncio.to_thread(_read_page, page, self.spec.max_body_bytes)
+        finally:
+            page.discard()
+        return body.decode("utf-8", errors="replace")
 
-    async def _fetch(self) -> bytes:
+    async def _fetch(self) -> Page:
         url = self.spec.metrics_url or ""
         if url.startswith("file://"):
             return await asyncio.to_thread(self._read_file, Path(unquote(urlparse(url).path)))
@@ -177,10 +157,10 @@ class ScrapeSource:
         except aiohttp.ClientError as exc:
             raise SourceError("connect", f"{type(exc).__name__}: {exc}") from None
 
-    async def _get(self, url: str) -> bytes:
+    async def _get(self, url: str) -> Page:
         if self._session is None:
             self._session = self._factory()
-        headers = {"Accept": ACCEPT, "Accept-Encoding": "gzip, deflate"}
+        headers = {"Accept": ACCEPT, "Accept-Encoding": "identity"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         cap = self.spec.max_body_bytes
@@ -189,36 +169,43 @@ class ScrapeSource:
                 raise SourceError("http_status", f"HTTP {resp.status}")
             if resp.content_length is not None and resp.content_length > cap:
                 raise SourceError("too_large", f"Content-Length {resp.content_length} > {cap} bytes")
-            encoding = resp.headers.get("Content-Encoding", "identity").strip().lower()
-            if self._session.auto_decompress or encoding == "identity":
-                encoding = ""  # aiohttp inflated it already (a custom session), or it was never compressed
-            elif encoding not in _WBITS:
-                raise SourceError("not_metrics", f"unsupported Content-Encoding {encoding[:32]!r}")
-            chunks, size = [], 0
-            async for chunk in resp.content.iter_chunked(_CHUNK):
-                size += len(chunk)
-                if size > cap:
-                    raise SourceError("too_large", f"body over {cap} bytes")
-                chunks.append(chunk)
-            body = b"".join(chunks)
-            if encoding:
-                body = await asyncio.to_thread(_inflate, body, encoding, cap)
-            why = sniff(_head(body), resp.headers.get("Content-Type", ""))
-        if why:
-            raise SourceError("not_metrics", why)
-        return body
+            if why := sniff("", resp.headers.get("Content-Type", "")):
+                raise SourceError("not_metrics", why)
+            writer = PageWriter(cap, self._encoding(resp.headers.get("Content-Encoding", "identity")))
+            try:
+                async for chunk in resp.content.iter_chunked(_CHUNK):
+                    writer.add(chunk)
+                if not writer.encoding and (why := sniff(writer.head())):
+                    raise SourceError("not_metrics", why)
+            except BaseException:
+                writer.abort()
+                raise
+        return writer.finish()
 
-    def _read_file(self, path: Path) -> bytes:
+    def _encoding(self, header: str) -> str:
+        """Return the Content-Encoding the parser must undo ("" for none or already undone)."""
+        encoding = header.strip().lower()
+        if encoding == "identity" or (self._session is not None and self._session.auto_decompress):
+            return ""  # never compressed, or a custom session's aiohttp inflated it already
+        if encoding not in WBITS:
+            raise SourceError("not_metrics", f"unsupported Content-Encoding {encoding[:32]!r}")
+        return encoding
+
+    def _read_file(self, path: Path) -> Page:
+        """Return a file:// page: read when small, handed to the parser process by path when large."""
         try:
+            size = path.stat().st_size
             with path.open("rb") as fh:
-                data = fh.read(self.spec.max_body_bytes + 1)
+                data = fh.read(PROCESS_THRESHOLD if size >= PROCESS_THRESHOLD else self.spec.max_body_bytes + 1)
         except OSError as exc:
             raise SourceError("connect", f"cannot read {path.name}: {exc.strerror}") from None
-        if len(data) > self.spec.max_body_bytes:
+        if max(size, len(data)) > self.spec.max_body_bytes:
             raise SourceError("too_large", f"file over {self.spec.max_body_bytes} bytes")
-        if why := sniff(_head(data)):
+        if why := sniff(data[:4096].lstrip()[:64].decode("utf-8", errors="replace")):
             raise SourceError("not_metrics", why)
-        return data
+        if size >= PROCESS_THRESHOLD:
+            return Page(path=str(path), size=size, owned=False)
+        return Page(data=data, size=len(data))
 
     def _failed(self, exc: SourceError) -> None:
         if exc.reason not in self._logged:

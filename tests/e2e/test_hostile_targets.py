@@ -1,6 +1,6 @@
 """Hostile /metrics targets beside a healthy one: each is down with its limit as reason, nothing of it is exported.
 
-The daemon is a real process scraping a real HTTP server (tests/support/hostile.py) every second; the figures
+The daemon is a real process scraping a real HTTP server (tests/support/hostile.py) every 3 s; the figures
 (worst /metrics GET, RSS) are in benchmarks/hostile.py, not asserted here.
 """
 
@@ -19,7 +19,9 @@ pytestmark = pytest.mark.e2e
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[HostileServer, Proc]]:
     tmp = tmp_path_factory.mktemp("hostile")
     with HostileServer() as server:
-        daemon = start_daemon(tmp, daemon_config(server.url, free_port(), str(tmp / "state"), {n: n for n in PAGES}))
+        # Every 3 s: a busy CI machine must not turn the limits under test into timeouts.
+        config = daemon_config(server.url, free_port(), str(tmp / "state"), {n: n for n in PAGES}, interval=3.0)
+        daemon = start_daemon(tmp, config)
         try:
             yield server, daemon
         finally:
@@ -41,7 +43,7 @@ def _all_scraped(daemon: Proc) -> bool:
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_hostile_target_is_down_with_its_limit(hostile: tuple[HostileServer, Proc], name: str) -> None:
     _, daemon = hostile
-    wait_until(lambda: _all_scraped(daemon), 60, "every hostile target scraped")
+    wait_until(lambda: _all_scraped(daemon), 120, "every hostile target scraped")
     text = _metrics(daemon)
     reason = PAGES[name][1]
     assert metric_value(text, "sloguard_source_up", {"source": "scrape", "target": name}) == 0.0
@@ -53,7 +55,7 @@ def test_hostile_target_is_down_with_its_limit(hostile: tuple[HostileServer, Pro
 
 def test_healthy_target_beside_them_is_unaffected(hostile: tuple[HostileServer, Proc]) -> None:
     _, daemon = hostile
-    wait_until(lambda: _all_scraped(daemon), 60, "every hostile target scraped")
+    wait_until(lambda: _all_scraped(daemon), 120, "every hostile target scraped")
     text = _metrics(daemon)
     assert metric_value(text, "sloguard_source_up", {"source": "scrape", "target": "healthy"}) == 1.0
     assert metric_value(text, "sloguard_server_kv_cache_usage_ratio", {"target": "healthy", "model": "m"}) == 0.25
@@ -65,7 +67,7 @@ def test_healthy_target_beside_them_is_unaffected(hostile: tuple[HostileServer, 
 def test_each_hostile_target_is_logged_with_its_reason_and_no_traceback(
         hostile: tuple[HostileServer, Proc]) -> None:
     server, daemon = hostile
-    wait_until(lambda: all(server.hits.get(n, 0) >= 3 for n in PAGES), 60, "three scrapes of every target")
+    wait_until(lambda: all(server.hits.get(n, 0) >= 2 for n in PAGES), 120, "two scrapes of every target")
     log = daemon.output()
     assert "Traceback" not in log
     for name, (_, reason) in PAGES.items():

@@ -83,13 +83,14 @@ PAGES: dict[str, tuple[Callable[[], str], str]] = {
 }
 
 
-def daemon_config(url: Callable[[str], str], port: int, state: str, targets: dict[str, str]) -> str:
-    """Return a daemon config scraping `healthy` plus {target name: "page[|extra target keys]"} every second."""
+def daemon_config(url: Callable[[str], str], port: int, state: str, targets: dict[str, str],
+                  interval: float = 1.0) -> str:
+    """Return a daemon config scraping `healthy` plus {target name: "page[|extra target keys]"} every `interval`."""
     rows = ""
     for name, page in {"healthy": "healthy", **targets}.items():
         page, _, extra = page.partition("|")
-        rows += (f"  - {{name: {name}, engine: auto, metrics_url: '{url(page)}', scrape_interval: 1s, "
-                 f"scrape_timeout: 900ms{extra}}}\n")
+        rows += (f"  - {{name: {name}, engine: auto, metrics_url: '{url(page)}', scrape_interval: {interval:g}s, "
+                 f"scrape_timeout: {int(interval * 900)}ms{extra}}}\n")
     return f"""version: sloguard/v1
 listen: "127.0.0.1:{port}"
 state_dir: "{state}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import logging
+import tempfile
 import zlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ from sloguard.clock import FakeClock
 from sloguard.config.spec import TargetSpec
 from sloguard.model import ServerView
 from sloguard.sources.base import SourceError, SourceOutput
+from sloguard.sources.parsepool import POOL, PROCESS_THRESHOLD
 from sloguard.sources.scrape import ScrapeSource
 
 VLLM = (SHARED / "vllm-v1-dynamo-2026-01.txt").read_text()
@@ -213,3 +215,26 @@ def test_a_page_over_the_sample_limit_is_rejected_whole() -> None:
     ok = scrape(text(page), sample_limit=0)
     assert isinstance(ok, SourceOutput)
     assert next(s.value for f in ok.families for s in f.samples if f.name == "sloguard_scrape_samples") > 2_000
+
+
+def test_a_large_page_is_spooled_to_the_parser_process_and_its_spool_removed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    page = VLLM + "".join(f'filler_total{{path="/{i:07d}"}} 1\n' for i in range(60_000))  # > 1 MiB
+    assert len(page) >= PROCESS_THRESHOLD
+    out = scrape(text(page), sample_limit=0)
+    assert isinstance(out, SourceOutput) and isinstance(out.payload, ServerView)
+    assert "Qwen/Qwen3-0.6B" in out.payload.models
+    assert POOL._pool is not None  # digested by the parser process, not in this one
+    assert not list(tmp_path.glob("sloguard-page-*"))
+    err = scrape(text(page))  # over the default sample_limit: rejected there, spool removed too
+    assert isinstance(err, SourceError) and err.reason == "sample_limit"
+    assert not list(tmp_path.glob("sloguard-page-*"))
+
+
+def test_a_large_file_target_is_parsed_by_path_and_never_removed(tmp_path: Path) -> None:
+    f = tmp_path / "big.txt"
+    f.write_text(VLLM + "".join(f'filler_total{{path="/{i:07d}"}} 1\n' for i in range(40_000)))
+    out = collect(f.as_uri(), sample_limit=0)
+    assert isinstance(out, SourceOutput) and isinstance(out.payload, ServerView)
+    assert f.exists()
