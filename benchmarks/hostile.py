@@ -4,7 +4,8 @@ Run: .venv/bin/python benchmarks/hostile.py [--seconds 20] [--scenario NAME ...]
 
 Each scenario starts a fresh daemon (a real process) scraping one healthy vLLM page plus the scenario's
 targets (tests/support/hostile.py) every 1 s, then GETs /metrics every 50 ms for --seconds and prints
-p50 / p99 / worst GET latency, the daemon's peak and final RSS, and how the hostile targets were judged.
+p50 / p99 / worst GET latency, the daemon's peak and final RSS, the peak RSS of its child processes (the probe
+process, ~48 MiB, and the parser process once the first large page spawned it), and how the targets were judged.
 Scenarios: `baseline` (healthy only), every page of hostile.PAGES with default limits, `big_page_allowed`
 (the 200k-line page with sample_limit: 0, i.e. a legitimately huge page that is fully parsed each second),
 and `all` (every hostile page at once).
@@ -13,6 +14,7 @@ and `all` (every hostile page at once).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import subprocess
 import sys
@@ -63,11 +65,16 @@ def run(server: Pages, tmp: Path, name: str, targets: dict[str, str], seconds: f
     config = daemon_config(server.url, port, str(tmp / f"state-{name}"), targets)
     daemon = start_daemon(tmp, config, name=f"{name}.yaml")
     proc = psutil.Process(daemon.popen.pid)
-    peak, stop = [0], threading.Event()
+    peak, child_peak, stop = [0], [0], threading.Event()
 
     def sample_rss() -> None:
         while not stop.is_set():
             peak[0] = max(peak[0], proc.memory_info().rss)
+            children = 0
+            for child in proc.children(recursive=True):  # the parser process, once spawned
+                with contextlib.suppress(psutil.Error):
+                    children += child.memory_info().rss
+            child_peak[0] = max(child_peak[0], children)
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample_rss, daemon=True)
@@ -98,7 +105,8 @@ def run(server: Pages, tmp: Path, name: str, targets: dict[str, str], seconds: f
     q = statistics.quantiles(gets, n=100)
     series = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
     return (f"| {name} | {len(gets)} | {statistics.median(gets) * 1e3:.1f} | {q[98] * 1e3:.1f} | "
-            f"{max(gets) * 1e3:.1f} | {peak[0] / 2**20:.0f} | {rss / 2**20:.0f} | {series} | "
+            f"{max(gets) * 1e3:.1f} | {peak[0] / 2**20:.0f} | {rss / 2**20:.0f} | {child_peak[0] / 2**20:.0f} | "
+            f"{series} | "
             f"{'; '.join(verdicts) or '-'} |")
 
 
@@ -111,9 +119,9 @@ def main(argv: list[str]) -> int:
     chosen = args.scenario or list(scenarios())
     print("building hostile pages ...", file=sys.stderr)
     with Pages() as server:
-        print("| scenario | GETs | GET p50 ms | GET p99 ms | GET worst ms | RSS peak MiB | RSS end MiB | series "
-              "| hostile targets |")
-        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        print("| scenario | GETs | GET p50 ms | GET p99 ms | GET worst ms | RSS peak MiB | RSS end MiB "
+              "| child processes RSS peak MiB (probe + parser) | series | hostile targets |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for name in chosen:
             print(run(server, tmp, name, scenarios()[name], args.seconds), flush=True)
     return 0
