@@ -20,17 +20,17 @@ import psutil
 
 from sloguard.clock import SystemClock
 from sloguard.config.spec import CanarySpec, GPUSpec, HostSpec, ProcessSpec
-from sloguard.probes.canary import CanarySource
+from sloguard.gpu.canary import CanarySource
+from sloguard.gpu.nvml import NVMLSource
 from sloguard.sources.host import HostSource
-from sloguard.sources.nvml import NVMLSource
 
 SERVER = ProcessSpec(name="server", cmdline_regex=r"vllm|sglang|text-generation-launcher|tritonserver")
 
 
 def fake_nvml(gpus: int) -> Any:
     """The tests' in-memory NVML with `gpus` devices: measures sloguard's own cost without driver calls."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit" / "sources"))
-    from nvml_fake import FakeGPU, FakeNVML  # type: ignore[import-not-found]
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from support.nvml_fake import FakeGPU, FakeNVML  # type: ignore[import-not-found]
 
     return FakeNVML([FakeGPU(f"GPU-{i:04d}") for i in range(gpus)])
 

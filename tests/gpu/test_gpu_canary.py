@@ -7,14 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.exposition import promtool_check
 
 from sloguard.clock import FakeClock
 from sloguard.config.spec import CanarySpec
-from sloguard.probes.canary import WORKER, CanarySource, _worker_env, stop_gracefully
-from sloguard.probes.canary_verdict import canary_families
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "sources"))
-from nvml_fake import promtool_check
+from sloguard.gpu.canary import WORKER, CanarySource, _worker_env, stop_gracefully
+from sloguard.gpu.verdict import canary_families
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu,

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 
 import pytest
+from support.exposition import names, promtool_check, samples
 
 from sloguard.config.spec import GPUSpec
-from sloguard.sources.nvml import NVMLSource
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "sources"))
-from nvml_fake import names, promtool_check, samples
+from sloguard.gpu.nvml import NVMLSource
 
 pytestmark = pytest.mark.gpu
 

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 import threading
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
 import pynvml as real
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.metrics_core import Metric
 
 NVMLError = real.NVMLError
 
@@ -150,26 +147,3 @@ _GETTERS: dict[str, Any] = {
     "nvmlDeviceGetGpuInstanceId": lambda h: h.gi_ci[0],
     "nvmlDeviceGetComputeInstanceId": lambda h: h.gi_ci[1],
 }
-
-
-def samples(families: list[Metric]) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    """Flatten families to {(sample name, labels): value}."""
-    return {(s.name, frozenset(s.labels.items())): s.value for f in families for s in f.samples}
-
-
-def names(families: list[Metric]) -> set[str]:
-    """Return the sample names present."""
-    return {s.name for f in families for s in f.samples}
-
-
-def promtool_check(families: list[Metric]) -> str:
-    """Render the families and return promtool's complaints ("" when clean)."""
-    class Fixed:
-        def collect(self) -> Any:
-            return iter(families)
-
-    reg = CollectorRegistry()
-    reg.register(Fixed())
-    out = subprocess.run(["promtool", "check", "metrics"], input=generate_latest(reg), capture_output=True,
-                         check=False)
-    return (out.stdout + out.stderr).decode() if out.returncode else ""

@@ -1,6 +1,6 @@
 """Canary subprocess: GEMM, copy bandwidth and a tiny decoder, measured with torch; prints one JSON line.
 
-The only sloguard module that imports torch. Run as `python -m sloguard.probes.canary_worker --device D`.
+The only sloguard module that imports torch. Run as `python -m sloguard.gpu.canary_worker --device D`.
 SIGTERM interrupts between kernels: the worker synchronises, releases CUDA and exits 143 within ~1 s.
 """
 

@@ -16,7 +16,7 @@ from typing import Any
 from prometheus_client.metrics_core import Metric
 
 from sloguard.exporter.families import Families
-from sloguard.probes.gpu_specs import GPUPeak
+from sloguard.gpu.specs import GPUPeak
 
 log = logging.getLogger("sloguard.canary")
 BASELINE_FLOOR = 0.90

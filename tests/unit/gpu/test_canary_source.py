@@ -10,17 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.exposition import names, promtool_check, samples
 
 from sloguard.clock import FakeClock
 from sloguard.config.spec import CanarySpec
-from sloguard.probes import canary
-from sloguard.probes.canary import BASELINE_FILE, CanarySource, stop_gracefully
-from sloguard.probes.canary_verdict import judge
-from sloguard.probes.gpu_specs import lookup
+from sloguard.gpu import canary
+from sloguard.gpu.canary import BASELINE_FILE, CanarySource, stop_gracefully
+from sloguard.gpu.specs import lookup
+from sloguard.gpu.verdict import judge
 from sloguard.sources.base import SourceError
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sources"))  # shared exposition helpers
-from nvml_fake import names, promtool_check, samples
 
 H100 = lookup("NVIDIA H100 80GB HBM3")
 GPU = {"device": "cuda:0", "gpu_name": "NVIDIA H100 80GB HBM3", "gpu_uuid": "GPU-1", "dtype": "bfloat16",
@@ -161,7 +159,7 @@ def test_unwritable_state_dir_still_reports(tmp_path: Path) -> None:
 
 
 def test_daemon_module_never_imports_torch() -> None:
-    code = "import sloguard.probes.canary, sys; assert 'torch' not in sys.modules, 'torch imported'"
+    code = "import sloguard.gpu.canary, sys; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -12,12 +12,13 @@ from typing import Any
 
 import pynvml
 import pytest
-from nvml_fake import FakeGPU, FakeNVML, names, promtool_check, samples
+from support.exposition import names, promtool_check, samples
+from support.nvml_fake import FakeGPU, FakeNVML
 
 from sloguard.clock import FakeClock
 from sloguard.config.spec import GPUSpec, ProcessSpec
+from sloguard.gpu.nvml import NVMLSource, nvml_enabled
 from sloguard.sources.base import SourceError
-from sloguard.sources.nvml import NVMLSource, nvml_enabled
 
 U0, U1 = "GPU-aaaa", "GPU-bbbb"
 
@@ -166,7 +167,7 @@ def test_missing_library(mode: str, quiet: bool) -> None:
 
 
 def test_real_pynvml_without_a_gpu_is_quiet_no_data() -> None:
-    code = ("import asyncio; from sloguard.config.spec import GPUSpec; from sloguard.sources.nvml import NVMLSource;"
+    code = ("import asyncio; from sloguard.config.spec import GPUSpec; from sloguard.gpu.nvml import NVMLSource;"
             "print(len(asyncio.run(NVMLSource(GPUSpec()).collect()).families))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     has_gpu = Path("/dev/nvidiactl").exists()

@@ -21,7 +21,8 @@ from typing import Any
 import sloguard
 from sloguard.clock import Clock, SystemClock
 from sloguard.config.spec import CanarySpec
-from sloguard.probes.canary_verdict import (
+from sloguard.gpu.specs import lookup
+from sloguard.gpu.verdict import (
     TESTS,
     Report,
     baseline_key,
@@ -30,11 +31,10 @@ from sloguard.probes.canary_verdict import (
     load_baselines,
     store_baseline,
 )
-from sloguard.probes.gpu_specs import lookup
 from sloguard.sources.base import SourceError, SourceOutput
 
 log = logging.getLogger("sloguard.canary")
-WORKER = "sloguard.probes.canary_worker"
+WORKER = "sloguard.gpu.canary_worker"
 BASELINE_FILE = "canary_baseline.json"
 KILL_GRACE = 30.0  # SIGKILL a CUDA-holding worker only after it ignored SIGTERM this long
 

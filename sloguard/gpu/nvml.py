@@ -14,7 +14,7 @@ from prometheus_client.metrics_core import Metric
 from sloguard.clock import Clock, SystemClock
 from sloguard.config.spec import GPUSpec, ProcessSpec
 from sloguard.exporter.families import Families
-from sloguard.sources import nvml_fields as nf
+from sloguard.gpu import fields as nf
 from sloguard.sources.base import SourceError, SourceOutput
 from sloguard.sources.host import ProcessFinder, ThreadGuard
 
