@@ -204,6 +204,7 @@ class GPUSpec(Strict):
     interval: PositiveDuration = 15.0
     pcie: bool = False
     canary: CanarySpec = Field(default_factory=CanarySpec)
+    gpm: bool = True
 
 
 class ProcessSpec(Strict):

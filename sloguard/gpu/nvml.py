@@ -1,11 +1,9 @@
-"""NVML source: per-GPU state keyed by uuid; lifecycle errors fail loudly, missing NVML is quiet no data."""
+"""NVML source: per-GPU state keyed by uuid, GPM activity and health; lifecycle errors fail loudly."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -14,29 +12,21 @@ from prometheus_client.metrics_core import Metric
 from sloguard.clock import Clock, SystemClock
 from sloguard.config.spec import GPUSpec, ProcessSpec
 from sloguard.exporter.families import Families
+from sloguard.gpu import device as dv
 from sloguard.gpu import fields as nf
+from sloguard.gpu import health
+from sloguard.gpu.gpm import GPMSampler
+from sloguard.gpu.reader import GPU, NVMLReader
 from sloguard.sources.base import SourceError, SourceOutput
 from sloguard.sources.host import ProcessFinder, ThreadGuard
 
 log = logging.getLogger("sloguard.nvml")
-MAX_EVENTS_PER_RUN = 1000  # bounds the XID drain so a storm cannot stall a collection
 INFO_LABELS = ("uuid", "index", "name", "driver_version", "cuda_version", "pci_bus_id")
 
 
 def nvml_enabled(spec: GPUSpec) -> bool:
     """Return whether the NVML source should be built ("auto" and "on" do; "off" does not)."""
     return spec.nvml != "off"
-
-
-@dataclass(frozen=True)
-class GPU:
-    """Static identity of one GPU, read once per NVML initialisation."""
-
-    handle: Any
-    index: int
-    uuid: str
-    name: str
-    pci_bus_id: str
 
 
 class NVMLSource:
@@ -51,14 +41,15 @@ class NVMLSource:
         self.interval = spec.interval
         self.timeout = min(10.0, spec.interval)
         self.clock = clock or SystemClock()
-        self._mod = nvml
+        self._rd = NVMLReader(nvml, events=True)
         self._processes = tuple(processes)
         self._finder: ProcessFinder | None = None
-        self._gpus: list[GPU] | None = None  # None: NVML not initialised
-        self._system = ("", "")
-        self._events: Any = None
-        self._xid: dict[tuple[str, str], tuple[int, float]] = {}
-        self._noted: set[tuple[str, int]] = set()
+        self._gpm = GPMSampler()
+        self._gpm_ok: dict[str, bool] = {}  # uuid -> GPM supported, decided once per lifecycle
+        self._links: dict[str, int] = {}  # uuid -> NVLink link count, decided once per lifecycle
+        self._xid: dict[tuple[str, int], tuple[int, float]] = {}
+        self._health: dict[str, health.History] = {}
+        self._known: dict[str, int] = {}  # every uuid seen since start -> its index, to name lost GPUs
         self._guard = ThreadGuard("nvml")
 
     async def collect(self) -> SourceOutput:
@@ -66,140 +57,107 @@ class NVMLSource:
         return SourceOutput(families=await self._guard.run(self._collect_sync))
 
     async def close(self) -> None:
-        """Free the event set and shut NVML down (skipped while a hung call still holds NVML)."""
+        """Free GPM samples and the event set and shut NVML down (skipped while a hung call still holds NVML)."""
         try:
             await self._guard.run(self._teardown)
         except SourceError:
             log.warning("nvml close skipped: a collection is still running")
 
-    def _module(self) -> ModuleType | None:
-        if self._mod is None:
-            try:
-                import pynvml
-            except ImportError:
-                return None
-            self._mod = pynvml
-        return self._mod
+    def _teardown(self) -> None:
+        self._gpm.drop(self._rd.module() if self._rd.gpus is not None else None)
+        self._gpm_ok.clear()
+        self._links.clear()
+        self._rd.teardown()
 
     def _collect_sync(self) -> list[Metric]:
-        mod = self._module()
+        mod = self._rd.module()
         if mod is None:
             return self._missing("pynvml is not installed")
         try:
-            if self._gpus is None:
-                self._init(mod)
-            return self._read(mod)
+            gpus = self._rd.ensure()
+            return self._read(mod, gpus)
         except mod.NVMLError as exc:
             self._teardown()
             code = getattr(exc, "value", None)
             if code == getattr(mod, nf.MISSING_LIBRARY_ERROR, None):
                 return self._missing(str(exc))
-            raise SourceError(self._reason(mod, code) or "nvml_error", f"NVML: {exc}") from None
+            raise SourceError(self._rd.reason(code) or "nvml_error", f"NVML: {exc}") from None
 
     def _missing(self, why: str) -> list[Metric]:
         if self.spec.nvml == "on":
             raise SourceError("library_not_found", f"NVML unavailable: {why}")
         return []  # `nvml: auto` on a machine without NVIDIA: quiet, no GPU series
 
-    def _reason(self, mod: ModuleType, code: object) -> str | None:
-        return next((r for const, r in nf.LIFECYCLE_ERRORS.items() if getattr(mod, const, object()) == code),
-                    None)
-
-    def _init(self, mod: ModuleType) -> None:
-        mod.nvmlInit()
-        self._system = (nf.text(self._get(mod, "nvmlSystemGetDriverVersion") or ""),
-                        "" if (cuda := self._get(mod, "nvmlSystemGetCudaDriverVersion")) is None
-                        else nf.cuda_version_text(int(cuda)))
-        gpus = []
-        for i in range(int(mod.nvmlDeviceGetCount())):
-            h = mod.nvmlDeviceGetHandleByIndex(i)
-            pci = self._get(mod, "nvmlDeviceGetPciInfo", h)
-            gpus.append(GPU(h, i, nf.text(mod.nvmlDeviceGetUUID(h)), nf.text(mod.nvmlDeviceGetName(h)),
-                            "" if pci is None else nf.text(pci.busId)))
-        self._gpus = gpus
-        self._events = self._get(mod, "nvmlEventSetCreate")
-        for g in gpus if self._events is not None else ():
-            self._get(mod, "nvmlDeviceRegisterEvents", g.handle, mod.nvmlEventTypeXidCriticalError,
-                      self._events)
-        log.info("nvml initialised", extra={"gpus": len(gpus), "driver": self._system[0]})
-
-    def _teardown(self) -> None:
-        mod, events, was_init = self._mod, self._events, self._gpus is not None
-        self._gpus, self._events = None, None
-        if mod is None or not was_init:
-            return
-        try:  # the GPU may already be gone: freeing is best effort, and shutdown must still run
-            if events is not None:
-                mod.nvmlEventSetFree(events)
-        except mod.NVMLError:
-            pass
-        with contextlib.suppress(mod.NVMLError):
-            mod.nvmlShutdown()
-
-    def _get(self, mod: ModuleType, getter: str, *args: Any) -> Any:
-        """Call one NVML getter; lifecycle errors propagate, others mean "absent" (None, noted once)."""
-        fn = getattr(mod, getter, None)
-        if fn is None:
-            return None
-        try:
-            value = fn(*args)
-        except mod.NVMLError as exc:
-            code = getattr(exc, "value", -1)
-            if self._reason(mod, code) is not None:
-                raise
-            self._note(mod, getter, code, exc)
-            return None
-        return None if isinstance(value, int) and value in nf.SENTINELS else value
-
-    def _note(self, mod: ModuleType, getter: str, code: int, exc: Exception) -> None:
-        if (getter, code) in self._noted:
-            return
-        self._noted.add((getter, code))
-        absent = any(getattr(mod, c, None) == code for c in nf.ABSENT_ERRORS)
-        log.log(logging.DEBUG if absent else logging.WARNING, "nvml field omitted",
-                extra={"call": getter, "error": str(exc)})
-
-    def _read(self, mod: ModuleType) -> list[Metric]:
+    def _read(self, mod: ModuleType, gpus: list[GPU]) -> list[Metric]:
         fams = Families()
-        gpus = self._gpus or []
         fams.add("sloguard_gpu_devices", "gauge", "GPUs NVML reports; a drop means a GPU fell off the bus.",
                  {}, float(len(gpus)))
+        for (uuid, xid) in self._rd.drain_xids():
+            n, _ = self._xid.get((uuid, xid), (0, 0.0))
+            self._xid[(uuid, xid)] = (n + 1, self.clock.now())
         matched: dict[str, Any] | None = None
         for g in gpus:
+            self._known[g.uuid] = g.index
             self._read_gpu(mod, g, fams)
-            matched = self._read_processes(mod, g, fams, matched)
+            matched = self._read_processes(g, fams, matched)
             self._read_mig(mod, g, fams)
-        self._drain_xids(mod)
         for (uuid, xid), (n, ts) in sorted(self._xid.items()):
             fams.add("sloguard_gpu_xid_events", "counter", "XID critical-error events seen since start.",
-                     {"uuid": uuid, "xid": xid}, float(n))
+                     {"uuid": uuid, "xid": str(xid)}, float(n))
             fams.add("sloguard_gpu_xid_last_seen_timestamp_seconds", "gauge",
-                     "Unix time of the last such XID.", {"uuid": uuid, "xid": xid}, ts)
+                     "Unix time of the last such XID.", {"uuid": uuid, "xid": str(xid)}, ts)
+        present = {g.uuid for g in gpus}
+        for uuid in sorted(set(self._known) - present):  # seen before, gone now: fell off the bus or lost
+            _problem(fams, uuid, "gpu_lost", True)
         return fams.all()
 
     def _read_gpu(self, mod: ModuleType, g: GPU, fams: Families) -> None:
-        key = {"uuid": g.uuid}
-        values = (g.uuid, str(g.index), g.name, *self._system, g.pci_bus_id)
-        info = dict(zip(INFO_LABELS, values, strict=True))
-        fams.add("sloguard_gpu_info", "gauge", "GPU identity; always 1.", info, 1.0)
-        results: dict[tuple[str, tuple[str, ...]], Any] = {}
-        for f in nf.FIELDS + (nf.PCIE_FIELDS if self.spec.pcie else ()):
-            call = (f.getter, f.args)
-            if call not in results:
-                results[call] = self._get(mod, f.getter, g.handle, *(getattr(mod, a) for a in f.args))
-            v = results[call]
-            v = getattr(v, f.attr) if f.attr and v is not None else v
-            if v is not None and v not in nf.SENTINELS:
-                fams.add(f.metric, f.kind, f.help, key | dict(f.labels), float(v) * f.scale)
-        getter = next((n for n in nf.CLOCK_EVENT_GETTERS if hasattr(mod, n)), "")
-        mask = self._get(mod, getter, g.handle)
-        for reason, active in [] if mask is None else nf.decode_clock_events(int(mask)):
-            fams.add("sloguard_gpu_clock_event_active", "gauge", "1 while this reason holds clocks down.",
-                     key | {"reason": reason}, active)
+        values = (g.uuid, str(g.index), g.name, *self._rd.system, g.pci_bus_id)
+        fams.add("sloguard_gpu_info", "gauge", "GPU identity; always 1.", dict(zip(INFO_LABELS, values, strict=True)),
+                 1.0)
+        readings = dv.read_fields(self._rd, g, fams, nf.FIELDS + (nf.PCIE_FIELDS if self.spec.pcie else ()))
+        dv.read_memory(self._rd, g, fams, {"uuid": g.uuid})
+        if g.uuid not in self._links:
+            self._links[g.uuid] = dv.nvlink_count(self._rd, g)
+        dv.read_field_values(self._rd, g, fams, self._links[g.uuid])
+        mask = dv.read_clock_events(self._rd, g, fams)
+        if self.spec.gpm:
+            self._read_gpm(mod, g, g.uuid, fams, {"uuid": g.uuid}, lambda s: mod.nvmlGpmSampleGet(g.handle, s))
+        self._read_health(g, health.Reading.of(readings, mask), fams)
 
-    def _read_processes(self, mod: ModuleType, g: GPU, fams: Families,
-                        matched: dict[str, Any] | None) -> dict[str, Any] | None:
-        procs = self._get(mod, "nvmlDeviceGetComputeRunningProcesses", g.handle) or []
+    def _read_gpm(self, mod: ModuleType, g: GPU, key: str, fams: Families, labels: dict[str, str],
+                  take: Any, prefix: str = "sloguard_gpu_") -> None:
+        if key not in self._gpm_ok:
+            self._gpm_ok[key] = self._gpm.supported(self._rd, g.handle)
+        ok = self._gpm_ok[key]
+        values = None
+        if ok:
+            try:
+                values = self._gpm.read(mod, key, take)
+            except mod.NVMLError as exc:  # e.g. vGPU or MIG profiles without GPM: absent from now on
+                if self._rd.reason(getattr(exc, "value", None)) is not None:
+                    raise
+                self._rd.note("nvmlGpmSampleGet", int(getattr(exc, "value", -1)), str(exc))
+                self._gpm.drop(mod, key)
+                self._gpm_ok[key] = ok = False
+        if prefix == "sloguard_gpu_":
+            fams.add("sloguard_gpu_gpm_supported", "gauge",
+                     "1 if this GPU reports GPM activity (sm/tensor/dram/pipe series); 0: those are absent.",
+                     labels, float(ok))
+        for m, v in (values or {}).items():
+            fams.add(m.metric.replace("sloguard_gpu_", prefix), "gauge", m.help, labels | dict(m.labels), v)
+
+    def _read_health(self, g: GPU, r: health.Reading, fams: Families) -> None:
+        now = self.clock.now()
+        hist = self._health[g.uuid] = health.step(r, self._health.get(g.uuid, health.History()), now)
+        xids = [(x, ts) for (u, x), (_, ts) in self._xid.items() if u == g.uuid]
+        found = health.problems(r, hist, now, xids, xids_watched=self._rd.watching_events)
+        for reason in health.REASONS:
+            if reason in found:
+                _problem(fams, g.uuid, reason, found[reason])
+
+    def _read_processes(self, g: GPU, fams: Families, matched: dict[str, Any] | None) -> dict[str, Any] | None:
+        procs = self._rd.get("nvmlDeviceGetComputeRunningProcesses", g.handle) or []
         if procs and matched is None:
             if self._finder is None:
                 import psutil
@@ -216,10 +174,10 @@ class NVMLSource:
         return matched
 
     def _read_mig(self, mod: ModuleType, g: GPU, fams: Families) -> None:
-        mode = self._get(mod, "nvmlDeviceGetMigMode", g.handle)
+        mode = self._rd.get("nvmlDeviceGetMigMode", g.handle)
         if not mode or mode[0] != getattr(mod, "NVML_DEVICE_MIG_ENABLE", 1):
             return
-        for i in range(int(self._get(mod, "nvmlDeviceGetMaxMigDeviceCount", g.handle) or 0)):
+        for i in range(int(self._rd.get("nvmlDeviceGetMaxMigDeviceCount", g.handle) or 0)):
             try:
                 mh = mod.nvmlDeviceGetMigDeviceHandleByIndex(g.handle, i)
             except mod.NVMLError as exc:  # an empty MIG slot answers NOT_FOUND / INVALID_ARGUMENT
@@ -227,27 +185,17 @@ class NVMLSource:
                     continue
                 raise
             mig = {"uuid": g.uuid, "mig_uuid": nf.text(mod.nvmlDeviceGetUUID(mh))}
-            info = mig | {"gi_id": str(self._get(mod, "nvmlDeviceGetGpuInstanceId", mh)),
-                          "ci_id": str(self._get(mod, "nvmlDeviceGetComputeInstanceId", mh)),
+            gi = self._rd.get("nvmlDeviceGetGpuInstanceId", mh)
+            info = mig | {"gi_id": str(gi), "ci_id": str(self._rd.get("nvmlDeviceGetComputeInstanceId", mh)),
                           "profile": nf.mig_profile(nf.text(mod.nvmlDeviceGetName(mh)))}
             fams.add("sloguard_gpu_mig_info", "gauge", "MIG device identity; always 1.", info, 1.0)
-            mem = self._get(mod, "nvmlDeviceGetMemoryInfo", mh)
-            if mem is not None:
-                fams.add("sloguard_gpu_mig_memory_used_bytes", "gauge", "MIG device memory in use.", mig,
-                         float(mem.used))
-                fams.add("sloguard_gpu_mig_memory_total_bytes", "gauge", "MIG device memory in total.", mig,
-                         float(mem.total))
+            dv.read_memory(self._rd, GPU(mh, i, mig["mig_uuid"], "", ""), fams, mig, "sloguard_gpu_mig_")
+            if self.spec.gpm and gi is not None:
+                self._read_gpm(mod, g, mig["mig_uuid"], fams, mig,
+                               lambda s, gi=gi: mod.nvmlGpmMigSampleGet(g.handle, gi, s), "sloguard_gpu_mig_")
 
-    def _drain_xids(self, mod: ModuleType) -> None:
-        if self._events is None:
-            return
-        for _ in range(MAX_EVENTS_PER_RUN):
-            try:
-                ev = mod.nvmlEventSetWait_v2(self._events, 0)  # timeout 0: poll, never block
-            except mod.NVMLError as exc:
-                if self._reason(mod, getattr(exc, "value", None)) is not None:
-                    raise
-                return  # NVML_ERROR_TIMEOUT: no more events
-            if ev.eventType & mod.nvmlEventTypeXidCriticalError:
-                key = (nf.text(mod.nvmlDeviceGetUUID(ev.device)), str(ev.eventData))
-                self._xid[key] = (self._xid.get(key, (0, 0.0))[0] + 1, self.clock.now())
+
+def _problem(fams: Families, uuid: str, reason: str, holds: bool) -> None:
+    fams.add("sloguard_gpu_health_problem", "gauge",
+             "1 while this sick-GPU signal holds, 0 when checked and clear; absent when it cannot be checked.",
+             {"uuid": uuid, "reason": reason}, float(holds))
