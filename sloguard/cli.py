@@ -19,7 +19,7 @@ DELEGATED: dict[str, tuple[str, str]] = {
     "rules": ("sloguard.rulegen.cli", "generate Prometheus recording and alerting rules"),
     "inspect-metrics": ("sloguard.sources.inspect", "parse and normalise an engine's /metrics"),
     "sim": ("sloguard.sim.cli", "run the built-in inference-server simulator"),
-    "canary": ("sloguard.gpu.canary", "run the GPU canary once"),
+    "canary": ("sloguard.gpu.canary_cli", "run the GPU canary once"),
     "demo": ("sloguard.demo", "run the simulator and the daemon and show live SLO status"),
 }
 

@@ -197,6 +197,11 @@ class CanarySpec(Strict):
     device: str = Field(default="auto", pattern=r"^(auto|cpu|cuda(:\d+)?)$")
     timeout: PositiveDuration = 120.0
     duty_cycle: float = Field(default=0.01, gt=0, le=0.1)
+    quiet_threshold: float = Field(default=0.05, ge=0, le=1)
+    quiet_gap: Duration = Field(default=3.0, ge=0)
+    max_wait: Duration = Field(default=60.0, ge=0)
+    poll: PositiveDuration = 0.5
+    baseline_runs: int = Field(default=5, ge=1, le=100)
 
 
 class GPUSpec(Strict):

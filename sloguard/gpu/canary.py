@@ -1,42 +1,42 @@
-"""GPU canary runner: spawn the torch worker, judge it against spec peaks and a stored baseline, export.
+"""GPU canary runner: wait for a quiet GPU, run the torch worker while watching other work, judge, export.
 
-torch never enters this process (the worker is a subprocess). Verdict: `degraded` when any test is
-below 0.90× this GPU's calibrated baseline, or GEMM / copy below 0.5× the datasheet peak (SPEC_FLOOR).
+torch never enters this process (the worker is a subprocess). The waiting and contention rules are in
+`contention`; the verdict in `verdict`; the baseline (median of the last uncontended healthy runs per GPU
+UUID) in `baseline`. A contended run is exported with its contention but never judged on throughput and
+never stored as a baseline.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
 import signal
 import sys
-from dataclasses import asdict
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import sloguard
 from sloguard.clock import Clock, SystemClock
 from sloguard.config.spec import CanarySpec
+from sloguard.gpu import contention as ct
+from sloguard.gpu.activity import ActivityMonitor
+from sloguard.gpu.baseline import BASELINE_FILE, BaselineStore
+from sloguard.gpu.health import Reading
 from sloguard.gpu.specs import lookup
-from sloguard.gpu.verdict import (
-    TESTS,
-    Report,
-    baseline_key,
-    canary_families,
-    judge,
-    load_baselines,
-    store_baseline,
-)
+from sloguard.gpu.verdict import FIGURES, Report, canary_families, judge
 from sloguard.sources.base import SourceError, SourceOutput
 
+__all__ = ["BASELINE_FILE", "CanarySource", "stop_gracefully"]
 log = logging.getLogger("sloguard.canary")
 WORKER = "sloguard.gpu.canary_worker"
-BASELINE_FILE = "canary_baseline.json"
 KILL_GRACE = 30.0  # SIGKILL a CUDA-holding worker only after it ignored SIGTERM this long
+Sleep = Callable[[float], Awaitable[None]]
 
 
 async def stop_gracefully(proc: asyncio.subprocess.Process, grace: float = KILL_GRACE) -> int:
@@ -57,6 +57,7 @@ def _worker_env() -> dict[str, str]:
     root = str(Path(sloguard.__file__).resolve().parent.parent)  # so `-m` finds this very package
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # so cuda:N is the GPU activity.pick_gpu watches
     return env
 
 
@@ -67,14 +68,19 @@ class CanarySource:
     target = ""
 
     def __init__(self, spec: CanarySpec, state_dir: Path, clock: Clock | None = None,
-                 python: str = sys.executable, kill_grace: float = KILL_GRACE) -> None:
+                 python: str = sys.executable, kill_grace: float = KILL_GRACE, nvml: ModuleType | None = None,
+                 sleep: Sleep | None = None) -> None:
         self.spec = spec
         self.clock = clock or SystemClock()
         self.python = python
         self.kill_grace = kill_grace
         self.baseline_path = Path(state_dir) / BASELINE_FILE
+        self.baselines = BaselineStore(self.baseline_path, keep=spec.baseline_runs)
+        self.policy = ct.Policy(spec.quiet_threshold, spec.quiet_gap, spec.max_wait, spec.poll)
+        self.monitor = ActivityMonitor(nvml, self.clock)
+        self.sleep = sleep or asyncio.sleep
         self.interval = spec.interval
-        self.timeout = spec.timeout + 5.0  # our own deadline fires first and reaps the worker
+        self.timeout = spec.timeout + spec.max_wait + 10.0  # our own deadlines fire first and reap the worker
         self._next_run = float("-inf")
         self._last: SourceOutput | None = None
         self._proc: asyncio.subprocess.Process | None = None
@@ -89,27 +95,63 @@ class CanarySource:
         return self._last
 
     async def run_once(self, calibrate: bool = False) -> Report:
-        """Spawn the worker, judge its figures, store a baseline on first run or when asked to calibrate."""
+        """Wait for a quiet gap, run the worker while sampling, judge; store healthy uncontended runs."""
         start = self.clock.monotonic()
-        figures = await self._spawn()
+        gpu = await asyncio.to_thread(self.monitor.open, self.spec.device)
+        gap, waited = await self._wait() if gpu is not None else (True, 0.0)
+        figures, run, during = await self._spawn()
         busy = float(figures.get("busy_seconds") or self.clock.monotonic() - start)
         # duty cycle: GPU-busy time over the period between runs stays <= spec.duty_cycle
         self.interval = max(self.spec.interval, busy / self.spec.duty_cycle)
         self._next_run = start + self.interval
-        stored = load_baselines(self.baseline_path).get(baseline_key(figures))
-        base = None if calibrate or not stored else stored.get("figures")
-        rep = judge(figures, lookup(str(figures.get("gpu_name", ""))) if figures.get("gpu_uuid") else None, base)
-        if base is None:
-            rep.baseline_stored = store_baseline(self.baseline_path, figures, self.clock.now())
+        cont = await self._contention(figures, gap, waited, run)
+        problems = {} if cont is ct.ALONE else self.monitor.problems(during, await asyncio.to_thread(
+            self.monitor.reading))
+        driver = self.monitor.driver
+        base = None if calibrate else self.baselines.get(figures, driver, FIGURES)
+        rep = judge(figures, lookup(str(figures.get("gpu_name", ""))) if figures.get("gpu_uuid") else None,
+                    base.figures if base else None, cont, problems)
+        if cont.contended is False and not rep.degraded:
+            rep.baseline_stored = self.baselines.add(figures, driver, FIGURES, self.clock.now(), reset=calibrate)
+        rep.baseline_runs = len(self.baselines.runs(figures, driver))
         rep.duration_seconds = self.clock.monotonic() - start
         rep.timestamp = self.clock.now()
         return rep
 
-    async def _spawn(self) -> dict[str, Any]:
+    async def _wait(self) -> tuple[bool, float]:
+        """Poll until a quiet gap (True) or the bound (False); return it with the seconds waited."""
+        started, samples = self.clock.monotonic(), []
+        while True:
+            samples.append(await asyncio.to_thread(self.monitor.sample))
+            decision = ct.should_start(samples, started, self.policy)
+            if decision is not False:
+                return decision is True, self.clock.monotonic() - started
+            await self.sleep(self.policy.poll)
+
+    async def _contention(self, figures: dict[str, Any], gap: bool, waited: float,
+                          run: list[ct.Sample]) -> ct.Contention:
+        gpu = self.monitor.gpu
+        if figures.get("device") == "cpu":
+            return ct.ALONE
+        if gpu is None or figures.get("gpu_uuid") != gpu.uuid:
+            if gpu is not None:
+                log.warning("canary ran on another GPU than the one watched; contention unknown",
+                            extra={"watched": gpu.uuid, "ran_on": figures.get("gpu_uuid")})
+            return dataclasses.replace(ct.UNMEASURED, waited=waited)
+        after = None
+        if not any(s.others is not None for s in run):  # no per-process view: look right after the run
+            await self.sleep(self.policy.poll)
+            after = await asyncio.to_thread(self.monitor.sample)
+        return ct.judge(waited, gap, run, after, self.policy)
+
+    async def _spawn(self) -> tuple[dict[str, Any], list[ct.Sample], list[Reading]]:
         proc = await asyncio.create_subprocess_exec(
             self.python, "-m", WORKER, "--device", self.spec.device, "--json", env=_worker_env(),
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
         self._proc = proc
+        run: list[ct.Sample] = []
+        during: list[Reading] = []
+        watch = asyncio.ensure_future(self._watch(proc.pid, run, during))
         try:
             out, err = await asyncio.wait_for(proc.communicate(), self.spec.timeout)
         except (TimeoutError, asyncio.CancelledError) as exc:
@@ -121,14 +163,29 @@ class CanarySource:
             raise
         finally:
             self._proc = None
-        return _parse(proc.returncode, out, err)
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watch
+        return _parse(proc.returncode, out, err), run, during
+
+    async def _watch(self, pid: int, run: list[ct.Sample], during: list[Reading]) -> None:
+        """Sample other processes' activity and this GPU's health every poll while the worker runs."""
+        if self.monitor.gpu is None:
+            return
+        while True:
+            await self.sleep(self.policy.poll)
+            run.append(await asyncio.to_thread(self.monitor.sample, pid))
+            reading = await asyncio.to_thread(self.monitor.reading)
+            if reading is not None:
+                during.append(reading)
 
     async def close(self) -> None:
-        """Stop a running worker (SIGTERM, SIGKILL after the grace) and wait for every reaper."""
+        """Stop a running worker (SIGTERM, SIGKILL after the grace), wait for every reaper, release NVML."""
         if self._proc is not None:
             await stop_gracefully(self._proc, self.kill_grace)
         if self._reapers:
             await asyncio.gather(*self._reapers, return_exceptions=True)
+        await asyncio.to_thread(self.monitor.close)
 
 
 def _parse(code: int | None, out: bytes, err: bytes) -> dict[str, Any]:
@@ -142,40 +199,3 @@ def _parse(code: int | None, out: bytes, err: bytes) -> dict[str, Any]:
         detail = detail or err.decode(errors="replace").strip()[-500:]
         raise SourceError("worker_failed", f"canary worker exit {code}: {detail}")
     return data
-
-
-def _frac(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
-
-
-def main(argv: list[str]) -> int:
-    """`sloguard canary [--device auto|cpu|cuda:N] [--json] [--calibrate]`: 0 ok, 1 degraded, 2 error."""
-    p = argparse.ArgumentParser(prog="sloguard canary", description="Run the GPU canary once.")
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
-    p.add_argument("--json", action="store_true", help="print the full report as JSON")
-    p.add_argument("--calibrate", action="store_true", help="store this run as the device's baseline")
-    p.add_argument("--state-dir", default=os.environ.get("SLOGUARD_STATE_DIR", "/var/lib/sloguard"))
-    p.add_argument("--timeout", default="300s", help="duration, e.g. 300s")
-    args = p.parse_args(argv)
-    try:
-        spec = CanarySpec(enabled=True, device=args.device, timeout=args.timeout)
-    except ValueError as exc:  # pydantic's ValidationError names the bad option
-        print(f"sloguard canary: {exc}", file=sys.stderr)
-        return 2
-    try:
-        rep = asyncio.run(CanarySource(spec, Path(args.state_dir)).run_once(calibrate=args.calibrate))
-    except SourceError as exc:
-        print(f"canary failed ({exc.reason}): {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(asdict(rep), indent=2, sort_keys=True))
-    else:
-        f = rep.figures
-        stored = " (stored as baseline)" if rep.baseline_stored else ""
-        print(f"device={f.get('device')} gpu={f.get('gpu_name')} spec={rep.spec_model or '-'} "
-              f"degraded={rep.degraded}{stored} {'; '.join(rep.reasons)}")
-        for t in TESTS:
-            spec_frac, base_frac = rep.fraction_of_spec.get(t.name), rep.fraction_of_baseline.get(t.name)
-            print(f"  {t.name:18} {f.get(t.figure, float('nan')):<11.4g} of spec {_frac(spec_frac)}"
-                  f"  of baseline {_frac(base_frac)}")
-    return 1 if rep.degraded else 0

@@ -187,9 +187,11 @@ def run(device: str) -> dict[str, Any]:
     with torch.inference_mode():
         out: dict[str, Any] = {**identity(dev), "dtype": str(dtype).removeprefix("torch."),
                                "torch_version": torch.__version__}
+        out["kernels_started_at"] = time.time()  # wall clock: the window a co-located workload may feel
         out["matmul_flops"] = matmul_flops(dev, dtype, s, timer)
         out["copy_bandwidth_bytes_per_second"] = copy_bandwidth(dev, s, timer)
         out.update(decoder_latency(dev, dtype, s, timer))
+        out["kernels_finished_at"] = time.time()
     out["busy_seconds"] = time.perf_counter() - t0  # device time incl. context set-up, for the duty cycle
     return out
 
