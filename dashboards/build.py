@@ -235,7 +235,8 @@ GPU_SERVING = Dashboard("sloguard-gpu-serving", "sloguard / GPU and serving heal
           _gpu("sloguard_gpu_sm_clock_max_hertz", "max GPU {{index}}")), "hertz", requires="gpu", width=8),
     Panel("PCIe replays and NVLink errors", "timeseries", (
           Query("sum by (uuid) (increase(sloguard_gpu_pcie_replays_total[1h]))", "PCIe replays {{uuid}}"),
-          Query("sum by (uuid, type) (increase(sloguard_gpu_nvlink_errors_total[1h])) > 0", "NVLink {{type}} {{uuid}}")),
+          Query("sum by (uuid, type) (increase(sloguard_gpu_nvlink_errors_total[1h])) > 0",
+                "NVLink {{type}} {{uuid}}")),
           "none", requires="gpu_fault", width=8, description="Per hour; NVLink only on GPUs that have it."),
 ))
 

@@ -20,7 +20,8 @@ def _firing(gpus: list[FakeGPU]) -> set[tuple[str, str]]:
     src = NVMLSource(GPUSpec(), nvml=FakeNVML(gpus))  # type: ignore[arg-type]
     fams = asyncio.run(src.collect()).families
     samples = [Sample(s.name, s.labels, s.value) for f in fams for s in f.samples]
-    rules = [r for r in builtin_rules() if r.name.startswith("SloguardGPU") and r.name != "SloguardGPUCollectionFailing"]
+    gpu_alerts = {a.name for a in GPU_ALERTS}
+    rules = [r for r in builtin_rules() if r.name in gpu_alerts]
     active: dict[str, engine.Alert] = {}
     for t in (0.0, 600.0, 1200.0):  # past every `for:`
         active, _ = engine.evaluate(rules, active, samples, t)
@@ -36,8 +37,8 @@ def test_every_gpu_alert_is_a_builtin_rule_on_a_known_reason() -> None:
 
 
 def test_healthy_busy_gpus_fire_nothing() -> None:
-    assert _firing([FakeGPU("GPU-a"), FakeGPU("GPU-b", bus="00000000:02:00.0", util=(0, 0), pcie_link=(1, 5, 16, 16))]) \
-        == set()
+    idle_link_down = FakeGPU("GPU-b", bus="00000000:02:00.0", util=(0, 0), pcie_link=(1, 5, 16, 16))
+    assert _firing([FakeGPU("GPU-a"), idle_link_down]) == set()
 
 
 @pytest.mark.parametrize(("gpu", "alert"), [

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from sloguard.alerts.rules import BUILTIN_ALERTS, burn_rules
-from sloguard.gpu.alerts import GPU_ALERTS
 from sloguard.config.spec import Config
+from sloguard.gpu.alerts import GPU_ALERTS
 from sloguard.rulegen.cli import main
 from sloguard.rulegen.prometheus import ALERTS, SLO_RULES, generate
 from sloguard.slo.burnrate import BURN_WINDOWS
