@@ -17,7 +17,7 @@ from sloguard.gpu import fields as nf
 from sloguard.gpu import health
 from sloguard.gpu.gpm import GPMSampler
 from sloguard.gpu.reader import GPU, NVMLReader
-from sloguard.sources.base import SourceError, SourceOutput
+from sloguard.sources.base import SourceAbsent, SourceError, SourceOutput
 from sloguard.sources.host import ProcessFinder, ThreadGuard
 
 log = logging.getLogger("sloguard.nvml")
@@ -53,7 +53,7 @@ class NVMLSource:
         self._guard = ThreadGuard("nvml")
 
     async def collect(self) -> SourceOutput:
-        """Collect all GPUs; no NVML library is SourceOutput() (quiet), lifecycle errors raise SourceError."""
+        """Collect all GPUs; no NVML library raises SourceAbsent (auto) or SourceError (on), as lifecycle errors do."""
         return SourceOutput(families=await self._guard.run(self._collect_sync))
 
     async def close(self) -> None:
@@ -86,7 +86,8 @@ class NVMLSource:
     def _missing(self, why: str) -> list[Metric]:
         if self.spec.nvml == "on":
             raise SourceError("library_not_found", f"NVML unavailable: {why}")
-        return []  # `nvml: auto` on a machine without NVIDIA: quiet, no GPU series
+        # `nvml: auto` on a machine without NVIDIA: no GPU series and no sloguard_source_up either
+        raise SourceAbsent("library_not_found", f"no NVIDIA driver library: {why}")
 
     def _read(self, mod: ModuleType, gpus: list[GPU]) -> list[Metric]:
         fams = Families()
