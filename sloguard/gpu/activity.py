@@ -71,6 +71,7 @@ class ActivityMonitor:
         self._seen: set[int] = set()
         self._hist: dict[str, health.History] = {}
         self._xids: dict[str, list[tuple[int, float]]] = {}
+        self._logged: set[object] = set()
 
     @property
     def driver(self) -> str:
@@ -177,7 +178,12 @@ class ActivityMonitor:
             self._lost(exc)
 
     def _lost(self, exc: Exception) -> None:
-        log.warning("canary: NVML failed; contention and health unknown", extra={"error": str(exc)})
+        code = getattr(exc, "value", None)
+        if code not in self._logged:  # once per error: a host without NVIDIA says so once, not every run
+            self._logged.add(code)
+            quiet = code == getattr(self._rd.mod, nf.MISSING_LIBRARY_ERROR, object())
+            log.log(logging.INFO if quiet else logging.WARNING, "canary: NVML unavailable; contention and health "
+                    "unknown", extra={"error": str(exc)})
         self.close()
 
     def close(self) -> None:

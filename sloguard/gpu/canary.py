@@ -105,7 +105,7 @@ class CanarySource:
         self.interval = max(self.spec.interval, busy / self.spec.duty_cycle)
         self._next_run = start + self.interval
         cont = await self._contention(figures, gap, waited, run)
-        problems = {} if cont is ct.ALONE else self.monitor.problems(during, await asyncio.to_thread(
+        problems = {} if cont is ct.ON_CPU else self.monitor.problems(during, await asyncio.to_thread(
             self.monitor.reading))
         driver = self.monitor.driver
         base = None if calibrate else self.baselines.get(figures, driver, FIGURES)
@@ -132,7 +132,7 @@ class CanarySource:
                           run: list[ct.Sample]) -> ct.Contention:
         gpu = self.monitor.gpu
         if figures.get("device") == "cpu":
-            return ct.ALONE
+            return ct.ON_CPU
         if gpu is None or figures.get("gpu_uuid") != gpu.uuid:
             if gpu is not None:
                 log.warning("canary ran on another GPU than the one watched; contention unknown",

@@ -46,7 +46,8 @@ class Contention:
 
 
 UNMEASURED = Contention(None, None, 0.0, "GPU activity not measurable")
-ALONE = Contention(False, None, 0.0, "not a shared device")  # e.g. the CPU fallback
+# The CPU fallback shares its cores with everything else and cannot tell: figures only, never judged.
+ON_CPU = Contention(None, None, 0.0, "CPU fallback: shared with every other process, figures only")
 
 
 def busy(s: Sample, policy: Policy) -> bool:

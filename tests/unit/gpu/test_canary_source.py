@@ -299,10 +299,10 @@ def test_daemon_module_never_imports_torch() -> None:
 def test_real_cpu_canary_via_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert canary_cli.main(["--device", "cpu", "--json", "--state-dir", str(tmp_path)]) == 0
     rep = json.loads(capsys.readouterr().out)
-    assert (rep["contended"], rep["waited_seconds"]) == (False, 0.0)  # the CPU fallback is never "shared"
+    assert (rep["contended"], rep["waited_seconds"]) == (None, 0.0)  # a CPU cannot tell whether it is shared
     assert (rep["figures"]["device"], rep["figures"]["dtype"], rep["figures"]["gpu_uuid"]) == ("cpu", "float32", "")
     assert rep["figures"]["matmul_flops"] > 0 and rep["figures"]["decoder_tpot_seconds"] > 0
-    assert rep["fraction_of_spec"] == {} and rep["baseline_stored"] is True and rep["baseline_runs"] == 1
+    assert rep["fraction_of_spec"] == {} and rep["baseline_stored"] is False and rep["degraded"] is False
 
 
 @pytest.mark.parametrize("argv", [["--device", "gpu"], ["--device", "cuda:x"], ["--timeout", "5"], ["--max-wait=-1s"]])
