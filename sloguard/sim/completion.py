@@ -26,7 +26,11 @@ def error_response(message: str, status: int, kind: str, headers: dict[str, str]
 async def handle(request: web.Request, api: wire.Api) -> web.StreamResponse:
     """Serve one completion request; client disconnect cancels it in the engine (`abort`)."""
     sim = request.app[SIM_KEY]
-    arrival = asyncio.get_running_loop().time()
+    loop = asyncio.get_running_loop()
+    delayed = loop.time()
+    if sim.faults.network_delay_s > 0:  # the request is still on the wire: before arrival, outside server TTFT
+        await asyncio.sleep(sim.faults.network_delay_s)
+    arrival = loop.time()
     try:
         params = wire.parse(api, await request.json(), sim.model)
     except json.JSONDecodeError:
@@ -54,6 +58,8 @@ async def handle(request: web.Request, api: wire.Api) -> web.StreamResponse:
         return await _collect(sim, params, req, queue, headers)
     finally:
         sim.scheduler.cancel(req)
+        if sim.tracer is not None and req.finished == req.finish_reason:
+            sim.tracer.emit(req, request.headers, loop.time(), arrival - delayed)
 
 
 async def _next(queue: TokenQueue) -> tuple[int, str | None]:

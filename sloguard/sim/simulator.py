@@ -43,6 +43,7 @@ class Simulator:
         self.created = int(time.time())
         self._seq = 0
         self._log: OrderedDict[str, SimRequest] = OrderedDict()
+        self.tracer: Any = None  # sim.tracing.SimTracer when spans are exported (`--otlp-traces-endpoint`)
 
     @staticmethod
     def _now() -> float:
