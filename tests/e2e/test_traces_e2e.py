@@ -12,8 +12,17 @@ from pathlib import Path
 
 import pytest
 from support.otlp import Collector
-from support.procs import Proc, free_port, http_get, http_post, metric_value, sim_config, simulator, start_daemon
-from support.procs import wait_until
+from support.procs import (
+    Proc,
+    free_port,
+    http_get,
+    http_post,
+    metric_value,
+    sim_config,
+    simulator,
+    start_daemon,
+    wait_until,
+)
 
 pytestmark = pytest.mark.e2e
 DELAY_S = 0.050
@@ -99,8 +108,8 @@ def test_network_stage_matches_the_injected_delay_and_spans_nest(rig: tuple[Proc
     spans = collector.collector.spans
 
     def pairs() -> list[tuple[float, float]]:
-        engine = {s["trace_id"]: s for s in spans if s["name"] == "llm_request"}
-        return [(c["attributes"]["sloguard.stage.network_s"], engine[c["trace_id"]]["attributes"]["sim.network_delay_s"])
+        engine = {s["trace_id"]: s["attributes"] for s in spans if s["name"] == "llm_request"}
+        return [(c["attributes"]["sloguard.stage.network_s"], engine[c["trace_id"]]["sim.network_delay_s"])
                 for c in spans if c["kind"] == 3 and "sloguard.stage.network_s" in c["attributes"]
                 and c["trace_id"] in engine]
 
