@@ -97,10 +97,22 @@ async def _stream(request: web.Request, sim: Simulator, p: wire.GenParams, req: 
         await resp.write(wire.chunk(p, req.rid, sim.created, wire.token_text(text_rng, n), finish))
         sent += n
     if p.include_usage:
-        await resp.write(wire.usage_chunk(p, req.rid, sim.created, sent))
+        metrics = per_request_metrics(req) if sim.per_request_metrics else None
+        await resp.write(wire.usage_chunk(p, req.rid, sim.created, sent, metrics))
     await resp.write(wire.DONE)
     await resp.write_eof()
     return resp
+
+
+def per_request_metrics(req: SimRequest) -> dict[str, float] | None:
+    """Return vLLM's `--enable-per-request-metrics` object (ms): queue, scheduled → first token, generation."""
+    if req.queued is None or req.scheduled is None or req.first_token is None or req.last_token is None:
+        return None
+    gen = req.last_token - req.first_token
+    return {"time_to_first_token_ms": (req.first_token - req.scheduled) * 1e3, "generation_time_ms": gen * 1e3,
+            "queue_time_ms": (req.scheduled - req.queued) * 1e3,
+            **({"mean_itl_ms": gen * 1e3 / (req.generated - 1)} if req.generated > 1 else {}),
+            "tokens_per_second": req.generated / max(req.last_token - req.scheduled, 1e-9)}
 
 
 async def _collect(sim: Simulator, p: wire.GenParams, req: SimRequest, queue: TokenQueue,

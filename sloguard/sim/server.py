@@ -106,8 +106,10 @@ def make_simulator(seed: int = 0, **opts: Any) -> Simulator:
     rps = float(opts.pop("background_rps", DEFAULT_BACKGROUND_RPS))
     scale = float(opts.pop("time_scale", 1.0))
     endpoint, delay_ms = opts.pop("otlp_traces_endpoint", None), int(opts.pop("otlp_schedule_delay_ms", 200))
+    inband = bool(opts.pop("per_request_metrics", False))
     profile = LatencyProfile(**{k: v for k, v in opts.items() if v is not None}).scaled(scale)
     sim = Simulator(seed=seed, model=model, profile=profile, background_rps=rps)
+    sim.per_request_metrics = inband
     if endpoint:
         from sloguard.sim.tracing import SimTracer
 
