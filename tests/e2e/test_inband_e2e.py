@@ -7,8 +7,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.procs import Proc, free_port, http_get, http_post, metric_value, sim_config, simulator, start_daemon
-from support.procs import wait_until
+from support.procs import (
+    Proc,
+    free_port,
+    http_get,
+    http_post,
+    metric_value,
+    sim_config,
+    simulator,
+    start_daemon,
+    wait_until,
+)
 
 pytestmark = pytest.mark.e2e
 DELAY_S = 0.030
