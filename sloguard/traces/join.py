@@ -51,6 +51,7 @@ class Joiner:
         self.records: dict[tuple[str, str], int] = {}  # (target, "otlp"|"inband"|"missing") -> results
         self.negative: dict[tuple[str, str], int] = {}  # (target, stage) -> negative stages dropped
         self.forward: list[SpanData] = []  # joined spans kept with their bytes, for the collector
+        self.completed: list[ProbeResult] = []  # for callers that collect add()'s results between polls
 
     @property
     def pending(self) -> int:
