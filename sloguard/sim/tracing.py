@@ -30,7 +30,7 @@ class SimTracer:
 
     def __init__(self, endpoint: str, schedule_delay_ms: int = 200, model: str = "") -> None:
         self._provider = TracerProvider(resource=Resource.create({"service.name": "vllm"}), shutdown_on_exit=False)
-        self._provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint, timeout=5),
+        self._provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint, timeout=2),
                                                              schedule_delay_millis=schedule_delay_ms))
         self._tracer = self._provider.get_tracer("vllm.llm_engine")
         self._model = model

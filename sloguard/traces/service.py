@@ -63,6 +63,11 @@ class RecordService:
         self.joiner.hold = cfg.traces.hold
         self.joiner.max_orphans = cfg.traces.max_pending_spans
         self.stages.retain({p.name for p in cfg.probes})
+        old = getattr(self, "_cfg", None)
+        if old is not None and (old.traces.receiver, old.traces.export) != (cfg.traces.receiver, cfg.traces.export):
+            log.warning("traces.receiver and traces.export changes take effect on restart only")
+            cfg = cfg.model_copy(update={"traces": cfg.traces.model_copy(
+                update={"receiver": old.traces.receiver, "export": old.traces.export})})
         self._cfg = cfg
 
     async def start(self) -> None:
