@@ -33,10 +33,10 @@ def fixture(engine: str) -> dict[str, Any]:
 class Engine:
     """One engine's tracer: the SDK with a synchronous OTLP/HTTP exporter, as engines configure it."""
 
-    def __init__(self, endpoint: str, service: str, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, endpoint: str, service: str, **exporter: Any) -> None:
         self.provider = TracerProvider(resource=Resource.create({"service.name": service}),
                                        shutdown_on_exit=False)
-        self.exporter = OTLPSpanExporter(endpoint=endpoint, headers=headers, timeout=5)
+        self.exporter = OTLPSpanExporter(endpoint=endpoint, timeout=5, **exporter)
         self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.tracer = self.provider.get_tracer("engine")
 

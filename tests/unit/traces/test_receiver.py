@@ -13,6 +13,7 @@ from typing import Any
 import aiohttp
 import bcrypt
 import pytest
+import requests
 from support.otlp import ENGINES, Engine, fixture
 
 from sloguard.exporter.webconfig import WebConfig, load_web_config
@@ -127,3 +128,33 @@ def test_flood_of_foreign_spans_stays_bounded() -> None:
 
     asyncio.run(run(rig, body))
     assert rig.joiner.orphans == 50 and rig.joiner.spans["overflow"] == 250
+
+
+def test_tls_mtls_and_basic_auth_with_the_sdk_exporter(tmp_path: Path) -> None:
+    from support.tls import pki
+
+    pki(tmp_path)
+    hashed = bcrypt.hashpw(b"s3cret", bcrypt.gensalt(rounds=4)).decode()
+    (tmp_path / "web.yml").write_text(
+        "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+        "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n"
+        f"basic_auth_users:\n  otel: '{hashed}'\n")
+    fx = fixture("vllm")
+    rig = Rig(Joiner())
+    rig.joiner.offer([(probe_result(), "otlp", "vllm")], now=time.time())
+
+    session = requests.Session()
+    session.trust_env = False  # else requests prefers REQUESTS_CA_BUNDLE from the environment over the CA file
+
+    async def body(url: str) -> None:
+        eng = Engine(url.replace("http://", "https://"), "vllm", session=session,
+                     certificate_file=str(tmp_path / "ca.crt"),
+                     client_certificate_file=str(tmp_path / "client.crt"),
+                     client_key_file=str(tmp_path / "client.key"),
+                     headers={"Authorization": "Basic " + base64.b64encode(b"otel:s3cret").decode()})
+        await asyncio.to_thread(eng.emit, fx["spans"], TID, PARENT, time.time_ns())
+        eng.close()
+
+    asyncio.run(run(rig, body, load_web_config(tmp_path / "web.yml")))
+    [r] = rig.ready
+    assert r.record == "otlp" and r.network_s is not None
