@@ -2,8 +2,12 @@
 
 Pure state machine, driven by the daemon's loop with an injected `now` (seconds). Memory is bounded:
 held results by the probe rate × `hold`; spans of not-yet-known trace ids (an engine may export before the
-probe process hands its result over) by `max_orphans`, each kept `orphan_ttl` seconds; finished trace ids
-remembered (to tell late and duplicate spans from foreign ones) up to `remember` entries.
+probe process hands its result over) by `max_orphans` per lane, each kept `orphan_ttl` seconds; finished
+trace ids remembered (to tell late and duplicate spans from foreign ones) up to `remember` entries.
+
+Two orphan lanes, so a flood of other traffic's spans cannot evict a probe's: a span whose parent is the
+span id sloguard sent for its trace id (traces.ids: a keyed hash of the trace id, so this needs no state)
+marks its trace as a probe's, and that trace's spans wait in their own lane; all others in the shared one.
 
 Span outcomes counted: joined, foreign (never matched a probe request), irrelevant (no engine map reads
 it), malformed, duplicate (same span id twice), late (after its result was finalised), overflow (evicted
@@ -18,6 +22,7 @@ from dataclasses import dataclass, field
 
 from sloguard.model import ProbeResult
 from sloguard.traces.engines import ENGINE_SPANS, best, complete, from_spans
+from sloguard.traces.ids import probe_span_id
 from sloguard.traces.record import ServerRecord, clear_record, finalise
 from sloguard.traces.span import SpanData
 
@@ -44,8 +49,10 @@ class Joiner:
                  remember: int = 20_000) -> None:
         self.hold, self.orphan_ttl, self.max_orphans, self.remember = hold, orphan_ttl, max_orphans, remember
         self._held: dict[str, _Held] = {}
-        self._orphans: OrderedDict[str, tuple[float, list[SpanData]]] = OrderedDict()
+        self._orphans: OrderedDict[str, tuple[float, list[SpanData]]] = OrderedDict()  # shared lane
+        self._own: OrderedDict[str, tuple[float, list[SpanData]]] = OrderedDict()  # probes' traces
         self._orphan_spans = 0
+        self._own_spans = 0
         self._finished: OrderedDict[str, None] = OrderedDict()
         self.spans: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
         self.records: dict[tuple[str, str], int] = {}  # (target, "otlp"|"inband"|"missing") -> results
@@ -60,8 +67,8 @@ class Joiner:
 
     @property
     def orphans(self) -> int:
-        """Return how many spans wait for their probe result."""
-        return self._orphan_spans
+        """Return how many spans wait for their probe result (both lanes)."""
+        return self._orphan_spans + self._own_spans
 
     def offer(self, results: Iterable[tuple[ProbeResult, Mode, str]], now: float) -> list[ProbeResult]:
         """Take `(result, mode, engine)` from the probe process; return those final now, hold the rest."""
@@ -69,8 +76,7 @@ class Joiner:
         for r, mode, engine in results:
             if mode == "otlp" and r.ok and r.trace_id:
                 held = _Held(clear_record(r), engine, now + self.hold)
-                _, early = self._orphans.pop(r.trace_id, (0.0, []))
-                self._orphan_spans -= len(early)
+                early = self._pop_orphans(r.trace_id)
                 self._held[r.trace_id] = held
                 self._attach(held, early)
                 if early and self._complete(held):
@@ -96,11 +102,12 @@ class Joiner:
     def due(self, now: float) -> list[ProbeResult]:
         """Finalise results whose hold has passed (with whatever arrived); expire unmatched spans."""
         out = [self._finish(t) for t, h in list(self._held.items()) if h.deadline <= now]
-        while self._orphans:
-            tid, (seen, _) = next(iter(self._orphans.items()))
-            if seen + self.orphan_ttl > now:
-                break
-            self._drop_orphan(tid, "foreign")
+        for lane in (self._orphans, self._own):
+            while lane:
+                tid, (seen, _) = next(iter(lane.items()))
+                if seen + self.orphan_ttl > now:
+                    break
+                self._drop_orphan(lane, tid, "foreign")
         return out
 
     def flush(self) -> list[ProbeResult]:
@@ -121,20 +128,40 @@ class Joiner:
         return any(complete(e, held.spans) for e in _engines(held.engine))
 
     def _orphan(self, span: SpanData, now: float) -> None:
-        entry = self._orphans.get(span.trace_id)
-        if entry is None:
-            entry = self._orphans[span.trace_id] = (now, [])
+        tid = span.trace_id
+        if tid not in self._own and span.parent_id and span.parent_id == probe_span_id(tid):
+            seen, spans = self._orphans.pop(tid, (now, []))  # a probe's trace: move it to its own lane
+            self._orphan_spans -= len(spans)
+            self._own[tid] = (seen, spans)
+            self._own_spans += len(spans)
+        lane = self._own if tid in self._own else self._orphans
+        entry = lane.setdefault(tid, (now, []))
         if any(s.span_id == span.span_id for s in entry[1]):
             self.spans["duplicate"] += 1
             return
         entry[1].append(span)
-        self._orphan_spans += 1
+        if lane is self._own:
+            self._own_spans += 1
+        else:
+            self._orphan_spans += 1
         while self._orphan_spans > self.max_orphans:
-            self._drop_orphan(next(iter(self._orphans)), "overflow")
+            self._drop_orphan(self._orphans, next(iter(self._orphans)), "overflow")
+        while self._own_spans > self.max_orphans:
+            self._drop_orphan(self._own, next(iter(self._own)), "overflow")
 
-    def _drop_orphan(self, tid: str, outcome: str) -> None:
-        _, spans = self._orphans.pop(tid)
-        self._orphan_spans -= len(spans)
+    def _pop_orphans(self, tid: str) -> list[SpanData]:
+        _, shared = self._orphans.pop(tid, (0.0, []))
+        _, own = self._own.pop(tid, (0.0, []))
+        self._orphan_spans -= len(shared)
+        self._own_spans -= len(own)
+        return shared + own
+
+    def _drop_orphan(self, lane: OrderedDict[str, tuple[float, list[SpanData]]], tid: str, outcome: str) -> None:
+        _, spans = lane.pop(tid)
+        if lane is self._own:
+            self._own_spans -= len(spans)
+        else:
+            self._orphan_spans -= len(spans)
         self.spans[outcome] += len(spans)
 
     def _finish(self, tid: str) -> ProbeResult:

@@ -94,3 +94,15 @@ def test_flush_releases_everything() -> None:
     j = Joiner()
     j.offer([(result(f"{i:032x}"), "otlp", "vllm") for i in range(1, 4)], now=0.0)
     assert len(j.flush()) == 3 and j.pending == 0
+
+
+def test_a_flood_cannot_evict_a_probes_early_span() -> None:
+    from sloguard.traces.ids import probe_span_id
+
+    j = Joiner(orphan_ttl=3.0, max_orphans=100)
+    ours = SpanData(TID, "00f067aa0ba902b7", "llm_request", 0, 1, parent_id=probe_span_id(TID), attrs=VLLM)
+    j.add([ours], now=0.0)
+    j.add([span(f"{i:032x}") for i in range(1, 1001)], now=0.1)  # other traffic's spans, no probe parent
+    assert j.spans["overflow"] == 900
+    [r] = j.offer([(result(), "otlp", "vllm")], now=0.2)
+    assert r.record == "otlp" and r.network_s == pytest.approx(0.012)
