@@ -8,8 +8,12 @@ import importlib
 import json
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from sloguard import __version__
+
+if TYPE_CHECKING:
+    from sloguard.config.spec import Config
 
 # Subcommands implemented as `main(argv) -> int` in their own modules; imported only when used,
 # so `sloguard check` never pays for aiohttp, numpy or slack-sdk imports.
@@ -19,7 +23,7 @@ DELEGATED: dict[str, tuple[str, str]] = {
     "rules": ("sloguard.rulegen.cli", "generate Prometheus recording and alerting rules"),
     "inspect-metrics": ("sloguard.sources.inspect", "parse and normalise an engine's /metrics"),
     "sim": ("sloguard.sim.cli", "run the built-in inference-server simulator"),
-    "canary": ("sloguard.probes.canary", "run the GPU canary once"),
+    "canary": ("sloguard.gpu.canary_cli", "run the GPU canary once"),
     "demo": ("sloguard.demo", "run the simulator and the daemon and show live SLO status"),
 }
 
@@ -42,14 +46,30 @@ def _cmd_check(args: argparse.Namespace) -> int:
         return 2
     print(f"{args.config}: ok ({len(cfg.targets)} targets, {len(cfg.probes)} probes, {len(cfg.slos)} SLOs, "
           f"{len(cfg.alerts)} alerts, {len(cfg.notifiers)} notifiers)")
-    if args.online and secrets is not None:
-        from sloguard.sources.online import check_targets
+    if not args.online or secrets is None:
+        return 0
+    return max(_check_targets_online(cfg, secrets.targets), _check_records_online(cfg))
 
-        findings = asyncio.run(check_targets(cfg, secrets.targets))
-        for f in findings:
-            print(f.text, file=sys.stdout if f.ok else sys.stderr)
-        return 0 if all(f.ok for f in findings) else 1
-    return 0
+
+def _check_targets_online(cfg: Config, api_keys: dict[str, str]) -> int:
+    """Scrape each target once and check /v1/models serves the probes' models; print findings; 1 on a problem."""
+    from sloguard.sources.online import check_targets
+
+    findings = asyncio.run(check_targets(cfg, api_keys))
+    for f in findings:
+        print(f.text, file=sys.stdout if f.ok else sys.stderr)
+    return 0 if all(f.ok for f in findings) else 1
+
+
+def _check_records_online(cfg: Config) -> int:
+    """Send one probe per target; print whether its server record (OTLP span or in-band) arrives; 1 if not."""
+    from sloguard.components import read_secrets
+    from sloguard.traces.online import check_records
+
+    rows = asyncio.run(check_records(cfg, read_secrets(cfg).targets))
+    for target, ok, message in rows:
+        print(f"records: target {target}: {'ok' if ok else 'MISSING'}: {message}")
+    return 0 if all(ok for _, ok, _ in rows) else 1
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
@@ -93,7 +113,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("-c", "--config", required=True, metavar="FILE", help="the sloguard config file (YAML)")
     check.add_argument("--secrets", action="store_true", help="also read every referenced secret")
     check.add_argument("--online", action="store_true",
-                       help="also scrape each target once and check its /v1/models (reads secrets)")
+                       help="also contact each target: scrape /metrics once, check /v1/models serves the probes' "
+                       "models, send one probe and say whether its server record arrives (reads secrets)")
     check.set_defaults(fn=_cmd_check)
     config = sub.add_parser("config", help="print the config's JSON Schema (editor completion)",
                             description="`sloguard config schema` prints the JSON Schema of the config file.")
