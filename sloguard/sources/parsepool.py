@@ -15,8 +15,10 @@ import asyncio
 import ctypes
 import ctypes.util
 import multiprocessing
+import os
 import tempfile
 import threading
+import time
 import zlib
 from collections.abc import Callable
 from concurrent.futures import BrokenExecutor, ProcessPoolExecutor
@@ -152,6 +154,19 @@ def digest_page(page: Page, spec: TargetSpec, ts: float, limits: ScrapeLimits) -
     return digest(text, spec, ts, limits)
 
 
+def watch_parent(parent: int) -> None:
+    """In the parser process: exit within a second once the daemon is gone (even after a SIGKILL).
+
+    Its pool worker waits on a queue that a killed parent never closes, so it would otherwise live on.
+    """
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="sloguard-parent-watch", daemon=True).start()
+
+
 def _malloc_trim() -> Callable[[int], int] | None:
     try:
         fn: Callable[[int], int] = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
@@ -193,7 +208,8 @@ class ParsePool:
         with self._lock:
             if self._pool is None:
                 # spawn, not fork: the daemon has threads (scheduler, executors) that a fork would copy mid-lock.
-                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                                 initializer=watch_parent, initargs=(os.getpid(),))
             return self._pool
 
     def _drop(self, pool: ProcessPoolExecutor) -> None:

@@ -6,8 +6,11 @@ The daemon is a real process scraping a real HTTP server (tests/support/hostile.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
+from pathlib import Path
 
+import psutil
 import pytest
 from support.hostile import PAGES, HostileServer, daemon_config
 from support.procs import Proc, free_port, http_get, metric_value, start_daemon, wait_until
@@ -72,3 +75,31 @@ def test_each_hostile_target_is_logged_with_its_reason_and_no_traceback(
     assert "Traceback" not in log
     for name, (_, reason) in PAGES.items():
         assert f"scrape failed target={name} reason={reason}" in log
+
+
+def test_parser_process_ends_with_a_killed_daemon(tmp_path: Path) -> None:
+    with HostileServer(pages={"big_page": PAGES["big_page"]}) as server:
+        config = daemon_config(server.url, free_port(), str(tmp_path / "state"), {"big": "big_page|, sample_limit: 0"},
+                               interval=2.0)
+        daemon = start_daemon(tmp_path, config)
+        try:
+            wait_until(lambda: server.hits.get("big_page", 0) >= 1 and len(_children(daemon)) >= 2, 30,
+                       "the parser process beside the probe process")
+            children = _children(daemon)
+            daemon.popen.send_signal(signal.SIGKILL)
+            daemon.popen.wait(10)
+            wait_until(lambda: not any(_alive(c) for c in children), 10, "every child process to exit")
+        finally:
+            daemon.stop()
+
+
+def _children(daemon: Proc) -> list[psutil.Process]:
+    return [c for c in psutil.Process(daemon.popen.pid).children(recursive=True) if "spawn_main" in " ".join(
+        c.cmdline())]
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
