@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 import time
 from collections.abc import Coroutine
 from pathlib import Path
@@ -36,6 +37,7 @@ from sloguard.probes.feed import ProbeFeed
 from sloguard.slo.engine import SLOEngine
 from sloguard.slo.model import slos_from_config
 from sloguard.sources.base import Source, SourceOutput
+from sloguard.sources.online import log_findings
 from sloguard.sources.runner import SourceRunner
 from sloguard.store import Store
 from sloguard.traces.service import RecordService
@@ -90,6 +92,8 @@ class Daemon:
         self.server_windows = ServerWindows(max_age=server_horizon(slos))
         self.buckets = BucketAdvisor()
         self.probes = ProbeFeed(jobs_from_config(cfg, secrets.targets), cfg.probe_settings.history_size)
+        # Values a rule can read continue across a restart: last success (and its age) come from the store.
+        self.probes.metrics.restore(self.store.probe_baselines())
         self.records = RecordService(cfg, slos)  # joins the server's own record of each probe request
         await self.records.start()
         self.probes.start()
@@ -112,6 +116,8 @@ class Daemon:
                      self._loop(PRUNE_INTERVAL, self._prune),
                      self._alert_delivery(), self._watchdog()):
             self._tasks.append(asyncio.create_task(coro))
+        # First run only: name probe models the servers do not serve (else every request is a silent 404).
+        self._tasks.append(asyncio.create_task(log_findings(cfg, secrets.targets)))
         log.info("sloguard started", extra={"version": __version__, "listen": self.listen_override or cfg.listen,
                                             "port": self.port, "sources": len(sources),
                                             "probes": len(cfg.probes), "slos": len(cfg.slos)})
@@ -264,7 +270,7 @@ async def serve(config_path: str, web_config_path: str | None = None, listen: st
     try:
         await daemon.start()
     except ConfigError as exc:
-        print(f"sloguard: invalid configuration {exc.source}:", *exc.errors, sep="\n  ")
+        print(exc.report(config_path), file=sys.stderr)
         return 2
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(daemon.reload()))

@@ -80,6 +80,17 @@ class Store:
         finally:
             conn.close()
 
+    def probe_baselines(self) -> dict[str, tuple[float, float | None]]:
+        """Return {probe: (first request ts, end of its last success or None)} over the stored results.
+
+        What a restart restores so `sloguard_probe_last_success_*` continue instead of starting over.
+        """
+        sql = ("SELECT probe, MIN(ts), MAX(CASE WHEN ok THEN ts + COALESCE(e2e_s, 0) END) "
+               "FROM probe_results GROUP BY probe")
+        with self.lock:
+            rows = self.conn.execute(sql).fetchall()
+        return {str(p): (float(first), None if last is None else float(last)) for p, first, last in rows}
+
     def prune(self, retention: float) -> int:
         """Delete probe results older than `retention` seconds; return how many were deleted."""
         with self.lock, self.conn:
