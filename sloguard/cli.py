@@ -43,8 +43,15 @@ def _cmd_check(args: argparse.Namespace) -> int:
         for line in exc.errors:
             print(line, file=sys.stderr)
         return 2
+    from sloguard.statedir import report
+
+    usable, state_line = report(cfg.state_dir)
+    if not usable:
+        print(f"{args.config}: {state_line}", file=sys.stderr)
+        return 2
     print(f"{args.config}: ok ({len(cfg.targets)} targets, {len(cfg.probes)} probes, {len(cfg.slos)} SLOs, "
           f"{len(cfg.alerts)} alerts, {len(cfg.notifiers)} notifiers)")
+    print(state_line)
     return 0
 
 
