@@ -50,8 +50,8 @@ def metric(d: Proc, name: str, labels: dict[str, str] | None = None) -> float:
 
 def counted(body: str) -> tuple[float, float, float]:
     """Return (failed probe requests, requests the SLO judged bad, all probe requests) from one exposition."""
-    return (value(body, "sloguard_probe_requests_total", {"outcome": "error"}),
-            value(body, "sloguard_slo_requests_total", {"slo": "sim-latency", "good": "false"}),
+    failed = sum(value(body, "sloguard_probe_requests_total", {"outcome": o}) for o in ("error", "timeout"))
+    return (failed, value(body, "sloguard_slo_requests_total", {"slo": "sim-latency", "good": "false"}),
             value(body, "sloguard_probe_requests_total"))
 
 
@@ -66,8 +66,11 @@ def test_disk_full_during_an_error_fault_pages_counts_and_catches_up(tmp_path: P
         text = sim_config(sim, free_port(), state, extra=slack_notifier(slack.api_url) + BURN_RULE)
         daemon = start_daemon(tmp_path, text)
         try:
-            wait_until(lambda: metric(daemon, "sloguard_slo_requests_total", {"slo": "sim-latency"}) >= 5, 60,
-                       "5 judged requests")
+            # A loaded machine can time out the first probes and fire SLOBurnFast early: start from a calm SLO.
+            wait_until(lambda: metric(daemon, "sloguard_slo_requests_total", {"slo": "sim-latency"}) >= 5
+                       and metric(daemon, "sloguard_alerts", {"alertname": "SLOBurnFast"}) == 0, 120,
+                       "5 judged requests and no SLOBurnFast")
+            pages_before = len(slack.posted())
             assert metric(daemon, "sloguard_store_up") == 1
             filler, full_since = fill(mnt), time.monotonic()
             wait_until(lambda: metric(daemon, "sloguard_store_up") == 0, 60, "sloguard_store_up 0 on a full disk")
@@ -75,12 +78,13 @@ def test_disk_full_during_an_error_fault_pages_counts_and_catches_up(tmp_path: P
             assert status == 200 and b"degraded" in body and b"full" in body  # not killed, not unrouted
             before = counted(scrape(daemon))
             assert http_post(f"{sim.url}/sim/faults", {"error_rate": 1.0})[0] == 200
-            wait_until(lambda: len(slack.posted()) >= 1, 120, "the burn alert in Slack while the disk is full")
-            assert str(slack.posted()[0]["text"]).startswith("[FIRING:1] SLOBurnFast")
+            wait_until(lambda: len(slack.posted()) > pages_before, 120, "the burn alert in Slack, disk full")
+            assert str(slack.posted()[pages_before]["text"]).startswith("[FIRING:1] SLOBurnFast")
             wait_until(lambda: counted(scrape(daemon))[0] >= before[0] + 10, 60, "10 failed requests")
             body_full = scrape(daemon)
             during = counted(body_full)
-            assert during[1] - before[1] == during[0] - before[0] > 0, "every failed request counts in the SLO"
+            failed, judged_bad, total = (now - then for now, then in zip(during, before, strict=True))
+            assert total >= judged_bad >= failed > 0, "every failed request counts in the SLO"
             assert value(body_full, "sloguard_store_up") == 0
             assert value(body_full, "sloguard_store_backlog_results") > 0
             assert sum(value(body_full, "sloguard_store_write_errors_total", {"operation": op})
