@@ -78,6 +78,7 @@ class Persistence:
         self.errors: Counter[str] = Counter()
         self.dropped = 0
         self._ok, self._next_try, self._reason, self._since, self._overflow_logged = False, 0.0, "", 0.0, False
+        self._down = False  # a "cannot be written" line was logged and no "writable again" since
         reason = state.degraded  # the write test failed: a store that opens is read from, not written to
         try:
             self.store = Store(self.path, clock, lock=self.lock)
@@ -93,6 +94,7 @@ class Persistence:
 
     def _start_degraded(self, reason: str) -> None:
         self.errors["open"] += 1
+        self._down = True
         self._reason, self._since, self._next_try = reason, self.clock.now(), self._mono() + self._retry
         log.error("state store cannot be written: starting degraded, keeping probe results, alert state and "
                   "notifications in memory until it can", extra={"path": str(self.path), "error": reason})
@@ -117,12 +119,16 @@ class Persistence:
                 f"state and notifications are kept in memory ({len(self.backlog)} results waiting)")
 
     def _failed(self, operation: str, exc: BaseException) -> None:
-        """Count a failed write; on the first one log the state change once."""
-        was_up = self.up
+        """Count a failed write; on the first one log the state change once.
+
+        Also the FallbackConnection's hook, called once it has already moved to memory: so the state to
+        compare with is `_down`, not `up`.
+        """
         self.errors[operation] += 1
         self._ok = False
         self._next_try = self._mono() + self._retry
-        if was_up:
+        if not self._down:
+            self._down = True
             self._reason, self._since, self._overflow_logged = describe(exc), self.clock.now(), False
             log.error("state store cannot be written: keeping probe results, alert state and notifications in "
                       "memory until it can", extra={"path": str(self.path), "operation": operation,
@@ -181,7 +187,7 @@ class Persistence:
                     self.store = None
         else:
             return
-        self._ok = True
+        self._ok, self._down = True, False
         log.warning("state store writable again: backlog written, alert state and outbox back on file",
                     extra={"path": str(self.path), "results_written": waiting,
                            "degraded_for_s": round(self.clock.now() - self._since, 1)})

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import random
 import sqlite3
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import closing
 from pathlib import Path
@@ -156,7 +157,8 @@ def alerting(persist: Persistence, clock: FakeClock) -> Alerting:
 
 
 def test_alerts_fire_and_are_delivered_while_the_store_refuses_writes(
-        persist: Persistence, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+        persist: Persistence, clock: FakeClock, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setitem(NOTIFIERS, "webhook", Recorder)
     Recorder.sent = []
     svc, snap = alerting(persist, clock), Snapshot()
@@ -169,10 +171,15 @@ def test_alerts_fire_and_are_delivered_while_the_store_refuses_writes(
         clock.advance(10)
     assert [n.alerts[0].name for n in Recorder.sent] == ["SloguardStoreDown"]
     assert persist.conn.in_memory and values(persist)["sloguard_store_write_errors_totalalert_state"] == 1
+    # The alert tables failed first (no probe result was waiting): still one line, with the time it began.
+    assert state_logs(caplog)[0].startswith("state store cannot be written")
+    assert f"since {time.strftime('%Y-%m-%dT%H:%M', time.gmtime(1_800_000_000))}" in persist.degraded()
     read_only(persist, False)
     clock.advance(5)
     persist.tick()
     assert persist.up and not persist.conn.in_memory
+    assert [m.split(":")[0] for m in state_logs(caplog)] == ["state store cannot be written",
+                                                             "state store writable again"]
     restarted = alerting(persist, clock)  # the firing alert reached the file: a restart does not re-page
     assert [a.state for a in restarted.active.values()] == ["firing"]
 
