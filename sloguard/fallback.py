@@ -17,13 +17,11 @@ from types import TracebackType
 from typing import Any
 
 from sloguard.store import is_storage_error
+from sloguard.tablecopy import add_missing_columns, copy_rows, offset_ids, table_names
 
 log = logging.getLogger("sloguard.store")
 FailureHook = Callable[[str, sqlite3.Error], None]
 _TABLE = re.compile(r"^\s*(?:INSERT(?:\s+OR\s+\w+)?\s+INTO|UPDATE|DELETE\s+FROM)\s+(\w+)", re.IGNORECASE)
-# Rows created in memory after an inexact copy get ids this far above the copied sequence, so merging them
-# back can never collide with rows only the file holds.
-ID_OFFSET = 1_000_000
 
 
 def operation(sql: str) -> str:
@@ -34,70 +32,6 @@ def operation(sql: str) -> str:
 
 def _memory() -> sqlite3.Connection:
     return sqlite3.connect(":memory:", check_same_thread=False)
-
-
-def _tables(conn: sqlite3.Connection) -> list[str]:
-    return [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                       "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
-
-
-def _columns(conn: sqlite3.Connection, table: str) -> dict[str, tuple[str, Any]]:
-    return {r[1]: (r[2], r[4]) for r in conn.execute(f"PRAGMA table_info({table})")}
-
-
-def _sequence(conn: sqlite3.Connection) -> dict[str, int]:
-    with contextlib.suppress(sqlite3.OperationalError):  # no AUTOINCREMENT table: no sqlite_sequence
-        return dict(conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
-    return {}
-
-
-def _set_sequence(conn: sqlite3.Connection, seq: dict[str, int]) -> None:
-    for name, value in seq.items():
-        if conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = ?", (value, name)).rowcount == 0:
-            conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", (name, value))
-
-
-def offset_ids(conn: sqlite3.Connection, tables: Iterable[str]) -> None:
-    """Move the AUTOINCREMENT sequence of `tables` ID_OFFSET ahead, inside conn's transaction."""
-    names = set(tables)
-    auto = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE "
-                                       "'%AUTOINCREMENT%'") if r[0] in names]
-    seq = _sequence(conn)
-    _set_sequence(conn, {t: seq.get(t, 0) + ID_OFFSET for t in auto})
-
-
-def copy_rows(src: sqlite3.Connection, dst: sqlite3.Connection, tables: Iterable[str], merge: bool = False) -> None:
-    """Copy `tables` from src into dst (same columns by name), inside dst's open transaction.
-
-    Replace (default): dst's rows become src's. Merge: src rows are added, dst rows win on a key conflict.
-    """
-    names = list(tables)
-    for table in names:
-        have = _columns(src, table)
-        cols = [c for c in _columns(dst, table) if c in have]
-        if not cols:
-            continue
-        listed = ", ".join(cols)
-        rows = src.execute(f"SELECT {listed} FROM {table}").fetchall()
-        if not merge:
-            dst.execute(f"DELETE FROM {table}")
-        verb = "INSERT OR IGNORE" if merge else "INSERT"
-        dst.executemany(f"{verb} INTO {table} ({listed}) VALUES ({', '.join('?' * len(cols))})", rows)
-    seq = {k: v for k, v in _sequence(src).items() if k in names}
-    if merge:
-        seq = {k: max(v, _sequence(dst).get(k, 0)) for k, v in seq.items()}
-    _set_sequence(dst, seq)
-
-
-def add_missing_columns(src: sqlite3.Connection, dst: sqlite3.Connection, tables: Iterable[str]) -> None:
-    """Give dst's tables the columns only src has (an older file attached after a start in memory)."""
-    for table in tables:
-        have = _columns(dst, table)
-        for name, (kind, default) in _columns(src, table).items():
-            if name not in have:
-                dflt = "" if default is None else f" DEFAULT {default}"
-                null = " NOT NULL" if default is not None else ""
-                dst.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}{null}{dflt}")
 
 
 class FallbackConnection:
@@ -137,7 +71,7 @@ class FallbackConnection:
         self._scripts.append(script)
         self._journal.clear()  # executescript commits first
         try:
-            before = set(_tables(self._conn))
+            before = set(table_names(self._conn))
             self._conn.executescript(script)
         except sqlite3.Error as exc:
             if self._in_memory or not is_storage_error(exc):
@@ -145,13 +79,13 @@ class FallbackConnection:
             self._failover("alert_state", exc)  # runs every remembered script, this one included, in memory
             return
         if self._in_memory:
-            self._fill([t for t in _tables(self._conn) if t not in before])
+            self._fill([t for t in table_names(self._conn) if t not in before])
 
     def _fill(self, new: list[str]) -> None:
         """Fill tables just created in memory from the seed; keep new ids clear of the file's if inexact."""
         if self._seed is not None:
             try:
-                present = set(_tables(self._seed))
+                present = set(table_names(self._seed))
                 with self._conn:
                     copy_rows(self._seed, self._conn, [t for t in new if t in present])
             except sqlite3.Error as exc:
@@ -191,14 +125,14 @@ class FallbackConnection:
             mem.executescript(script)
         try:
             with mem:
-                copy_rows(disk, mem, _tables(mem))
+                copy_rows(disk, mem, table_names(mem))
             self.exact = True
         except sqlite3.Error as read_exc:  # the file cannot even be read: go on without it, merge later
             log.error("state store unreadable; alert state continues in memory without it",
                       extra={"error": str(read_exc)})
             self.exact = False
             with mem:
-                offset_ids(mem, _tables(mem))
+                offset_ids(mem, table_names(mem))
         for method, sql, params in self._journal:
             getattr(mem, method)(sql, params)
         self._conn, self._in_memory = mem, True
@@ -214,7 +148,7 @@ class FallbackConnection:
             raise sqlite3.OperationalError("attach during a transaction")
         for script in self._scripts:
             disk.executescript(script)
-        tables = _tables(mem)
+        tables = table_names(mem)
         try:
             with disk:
                 add_missing_columns(mem, disk, tables)
@@ -256,7 +190,8 @@ class FallbackConnection:
         """Return the non-empty tables held only in memory and their row counts (empty when on file)."""
         if not self._in_memory:
             return {}
-        counts = {t: self._conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in _tables(self._conn)}
+        counts = {t: self._conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                  for t in table_names(self._conn)}
         return {t: n for t, n in counts.items() if n}
 
     def close(self) -> None:

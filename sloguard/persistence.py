@@ -16,7 +16,6 @@ import threading
 from collections import Counter, deque
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -24,8 +23,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from sloguard.clock import Clock
 from sloguard.fallback import FallbackConnection
 from sloguard.model import ProbeResult
-from sloguard.statedir import DB_NAME, StateDir, StateDirError, lock
-from sloguard.store import PROBE_COLUMNS, Store, is_storage_error, iter_results, open_readonly, probe_result, probe_row
+from sloguard.statedir import DB_NAME, StateDir, StateDirError, describe, lock, misconfiguration
+from sloguard.store import PROBE_COLUMNS, Store, iter_results, open_readonly, probe_result, probe_row
 
 log = logging.getLogger("sloguard.store")
 RETRY_INTERVAL = 5.0  # seconds between attempts to write to a store that failed
@@ -33,29 +32,6 @@ FLUSH_CHUNK = 5000  # rows per transaction when writing the backlog
 OPERATIONS = ("open", "probe_results", "alert_state", "outbox", "prune")
 _TS = PROBE_COLUMNS.index("ts")
 StoreError = (sqlite3.Error, OSError, StateDirError)
-
-
-def describe(exc: BaseException) -> str:
-    """Return a short reason for a storage failure (no traceback, no SQL)."""
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    return str(exc) or type(exc).__name__
-
-
-def misconfiguration(path: Path, exc: BaseException) -> StateDirError | None:
-    """Return the start-up error for a store that cannot be used as configured, or None (start degraded)."""
-    name = str(getattr(exc, "sqlite_errorname", ""))
-    if name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")):
-        return StateDirError(f"state_dir: {path}: not a usable sloguard store ({exc}); move it away or "
-                             "point state_dir elsewhere")
-    read_only_fs = path.parent.is_dir() and bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
-    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM")) and not read_only_fs:
-        for f in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-            if f.exists() and not os.access(f, os.R_OK | os.W_OK):
-                return StateDirError(f"state_dir: {f}: permission denied (not readable and writable by this user)")
-    if isinstance(exc, sqlite3.Error) and not is_storage_error(exc):
-        return StateDirError(f"state_dir: {path}: cannot be used as the store: {exc}")
-    return None
 
 
 class Persistence:

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import logging
 import os
 import shutil
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from sloguard.store import is_storage_error
+
+log = logging.getLogger("sloguard.store")
 # A full or read-only disk, or quota: sloguard starts degraded (in memory) and attaches the store later.
 DEGRADED_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EDQUOT})
 DB_NAME = "sloguard.db"  # the store's file in state_dir
@@ -98,8 +103,14 @@ def lock_holder(path: Path) -> int | None:
 
 
 def lock(path: Path) -> int:
-    """Take the instance lock (flock on the directory: works on a read-only filesystem, released on death)."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    """Take the instance lock (flock on the directory: works on a read-only filesystem, released on death).
+
+    Where the filesystem has no flock (some network filesystems), warn and go on unlocked.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise _error(path, f"cannot be opened: {_describe(exc).lower()}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -108,6 +119,9 @@ def lock(path: Path) -> int:
         holder = f" (pid {pid})" if pid else ""
         raise _error(path, f"in use by another running sloguard{holder}; give each instance its own "
                            "state_dir") from None
+    except OSError as exc:
+        log.warning("state_dir cannot be locked on this filesystem; make sure only one sloguard uses it",
+                    extra={"path": str(path), "error": _describe(exc)})
     return fd
 
 
@@ -127,6 +141,29 @@ def prepare(state_dir: str) -> StateDir:
     except StateDirError:
         os.close(fd)
         raise
+
+
+def describe(exc: BaseException) -> str:
+    """Return a short reason for a storage failure (no traceback, no SQL)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
+
+
+def misconfiguration(path: Path, exc: BaseException) -> StateDirError | None:
+    """Return the start-up error for a store that cannot be used as configured, or None (start degraded)."""
+    name = str(getattr(exc, "sqlite_errorname", ""))
+    if name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")):
+        return StateDirError(f"state_dir: {path}: not a usable sloguard store ({exc}); move it away or "
+                             "point state_dir elsewhere")
+    read_only_fs = path.parent.is_dir() and bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM")) and not read_only_fs:
+        for f in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+            if f.exists() and not os.access(f, os.R_OK | os.W_OK):
+                return StateDirError(f"state_dir: {f}: permission denied (not readable and writable by this user)")
+    if isinstance(exc, sqlite3.Error) and not is_storage_error(exc):
+        return StateDirError(f"state_dir: {path}: cannot be used as the store: {exc}")
+    return None
 
 
 def _nearest_existing(path: Path) -> Path:

@@ -13,7 +13,8 @@ from sloguard.alerts.engine import Alert
 from sloguard.alerts.outbox import Outbox
 from sloguard.alerts.routing import Notification
 from sloguard.alerts.state import AlertState
-from sloguard.fallback import ID_OFFSET, FallbackConnection, operation
+from sloguard.fallback import FallbackConnection, operation
+from sloguard.tablecopy import ID_OFFSET
 
 A = Alert("A", (("alertname", "A"),), (), "firing", 0.0, 1.0, fired_at=0.0)
 
