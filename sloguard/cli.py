@@ -44,8 +44,15 @@ def _cmd_check(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(exc.report(args.config), file=sys.stderr)
         return 2
+    from sloguard.statedir import report
+
+    usable, state_line = report(cfg.state_dir)
+    if not usable:
+        print(f"{args.config}: {state_line}", file=sys.stderr)
+        return 2
     print(f"{args.config}: ok ({len(cfg.targets)} targets, {len(cfg.probes)} probes, {len(cfg.slos)} SLOs, "
           f"{len(cfg.alerts)} alerts, {len(cfg.notifiers)} notifiers)")
+    print(state_line)
     if not args.online or secrets is None:
         return 0
     return max(_check_targets_online(cfg, secrets.targets), _check_records_online(cfg))

@@ -102,6 +102,11 @@ class ProbeSettings(Strict):
     )
     retention: PositiveDuration = 35 * 86400.0
     history_size: int = Field(default=200, gt=0)
+    store_backlog: int = Field(
+        default=20000, ge=0,
+        description="probe results kept in memory (about 0.6 KiB each) while the state store cannot be written; "
+                    "beyond it the oldest are dropped from the backlog, counted and logged",
+    )
 
 
 class ObjectiveSpec(Strict):
