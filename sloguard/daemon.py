@@ -28,8 +28,9 @@ from sloguard.exporter.selfmetrics import SelfState, self_families
 from sloguard.exporter.server import Endpoints, start_server
 from sloguard.exporter.snapshot import Snapshot
 from sloguard.exporter.webconfig import load_web_config
+from sloguard.guard.server import GuardSignals
 from sloguard.log import setup_logging
-from sloguard.model import ServerView
+from sloguard.model import Sample, ServerView
 from sloguard.notify import Notifier
 from sloguard.persistence import Persistence
 from sloguard.probes import jobs_from_config
@@ -95,6 +96,7 @@ class Daemon:
         # History only as long as a server-side SLO needs it: each series keeps thinned snapshots.
         self.server_windows = ServerWindows(max_age=server_horizon(slos))
         self.buckets = BucketAdvisor()
+        self.guard = GuardSignals(cfg)  # guardrail signals: spec decoding, GPU/queue contradictions
         self.probes = ProbeFeed(jobs_from_config(cfg, secrets.targets), cfg.probe_settings.history_size)
         # Values a rule can read continue across a restart: last success (and its age) come from the store.
         self.probes.metrics.restore(self.persist.probe_baselines())
@@ -130,6 +132,7 @@ class Daemon:
         if isinstance(out.payload, ServerView):
             self.server_windows.add(out.payload)
             self.buckets.check(out.payload, self.slo.slos)
+            self.guard.add(out.payload)
 
     async def _loop(self, interval: float, step: Any, first: float | None = None) -> None:
         await asyncio.sleep(interval if first is None else first)
@@ -183,6 +186,9 @@ class Daemon:
         self.snapshot.put("probes", self.probes.metrics.families(now))
         self.snapshot.put("traces", self.records.families())
         self.snapshot.put("store", self.persist.families())  # before the rules: SloguardStoreDown reads it
+        gpu = [Sample(s.name, s.labels, s.value) for fam in self.snapshot.families()
+               if fam.name.startswith("sloguard_gpu_") for s in fam.samples]
+        self.snapshot.put("guard", self.guard.families(now, self.server_windows, gpu))
         self.alerting.evaluate(self.snapshot.samples(), now)
         self.snapshot.put("alerts", self.alerting.families(now))
         self.eval_seconds = time.perf_counter() - start
@@ -237,6 +243,7 @@ class Daemon:
         self.sources = sources
         self.probes.update(jobs)
         self.records.reconfigure(cfg, slos)
+        self.guard.reconfigure(cfg)
         self.slo.reconfigure(slos, self.persist.history(self.clock.now() - history_horizon(slos)))
         self.server_windows.reconfigure({t.name for t in cfg.targets}, server_horizon(slos), self.clock.now())
         self.cfg = cfg

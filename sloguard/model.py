@@ -8,10 +8,16 @@ from typing import Literal
 
 # Canonical server-side latency signals (sloguard_server_<signal>_seconds) and other engine signals.
 HistogramSignal = Literal["ttft", "itl", "tpot", "e2e", "queue", "prefill", "decode", "inference"]
-GaugeSignal = Literal["requests_running", "requests_waiting", "kv_cache_usage_ratio"]
+GaugeSignal = Literal[
+    "requests_running", "requests_waiting", "kv_cache_usage_ratio",
+    # speculative decoding where an engine reports it as a gauge (SGLang, TensorRT-LLM): sloguard.guard
+    "spec_acceptance_ratio", "spec_acceptance_length",
+]
 CounterSignal = Literal[
     "prompt_tokens", "generation_tokens", "prefix_cache_queries", "prefix_cache_hits", "preemptions",
     "requests_finished",
+    # speculative decoding counters (vLLM, TensorRT-LLM, llama.cpp) and a dedicated abort counter (SGLang)
+    "spec_drafts", "spec_draft_tokens", "spec_accepted_tokens", "requests_aborted",
 ]
 
 

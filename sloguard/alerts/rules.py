@@ -12,6 +12,7 @@ from sloguard.alerts.expr import Expr, ExprError, parse_expr
 from sloguard.config.spec import AlertSpec, Config
 from sloguard.config.units import format_duration
 from sloguard.gpu.alerts import GPU_ALERTS
+from sloguard.guard.alerts import guardrail_rules
 from sloguard.slo.burnrate import BURN_WINDOWS, BurnWindow
 from sloguard.slo.model import SLO, budget_objective, slos_from_config
 
@@ -138,11 +139,19 @@ def probe_intervals(cfg: Config) -> dict[str, float]:
     return {p.name: p.interval for p in cfg.probes}
 
 
+def guard_rules(cfg: Config) -> tuple[Rule, ...]:
+    """Return the guardrail alerts enabled per target (sloguard.guard.alerts), whatever builtin_alerts says."""
+    return tuple(Rule(g.name, (parse_expr(g.expr),), g.for_, labels=MappingProxyType(dict(g.labels)),
+                      annotations=MappingProxyType(dict(g.annotations)), key=g.key, source=g.expr)
+                 for g in guardrail_rules(cfg))
+
+
 def rules_from_config(cfg: Config) -> tuple[Rule, ...]:
-    """Return every rule of a config: threshold, built-in (if enabled) and burn-rate rules."""
+    """Return every rule of a config: threshold, built-in (if enabled), guardrail and burn-rate rules."""
     rules = [threshold_rule(a) for a in cfg.alerts]
     if cfg.builtin_alerts:
         rules.extend(builtin_rules(probe_intervals(cfg)))
+    rules.extend(guard_rules(cfg))
     for slo in slos_from_config(cfg):
         rules.extend(burn_rules(slo))
     return tuple(rules)

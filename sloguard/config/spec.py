@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from sloguard.config.guard import GuardrailsSpec
 from sloguard.config.units import Duration
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}$")]
@@ -69,6 +70,9 @@ class TargetSpec(SecretSource):
                                           description="most characters in one label value; 0 = no limit")
     series_limit: int = Field(default=5_000, ge=0,
                               description="most sloguard_server_* series this target may produce; 0 = no limit")
+    guardrails: GuardrailsSpec = Field(default_factory=GuardrailsSpec,
+                                       description="engine guardrail alerts for this target, off unless named "
+                                                   "(README 'Guardrails')")
 
     @model_validator(mode="after")
     def _scrapeable(self) -> TargetSpec:

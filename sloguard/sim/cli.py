@@ -33,6 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="export a vLLM-shaped span per request to this OTLP/HTTP URL (.../v1/traces)")
     ap.add_argument("--enable-per-request-metrics", action="store_true",
                     help="vLLM's per-request `metrics` object (queue, prefill, generation ms) in the usage chunk")
+    ap.add_argument("--max-model-len", type=int, default=None,
+                    help="context length in tokens (default 32768): longer requests get a 400 unless a fault says")
+    ap.add_argument("--spec-tokens", type=int, default=0,
+                    help="export vLLM's speculative-decoding counters for drafts of this many tokens (0: off)")
     ap.add_argument("--otlp-schedule-delay-ms", type=int, default=200, help="span batch delay (vLLM: 5000)")
     return ap
 
@@ -44,7 +48,8 @@ async def serve(args: argparse.Namespace) -> int:
                                 background_rps=args.background_rps, time_scale=args.time_scale,
                                 otlp_traces_endpoint=args.otlp_traces_endpoint,
                                 otlp_schedule_delay_ms=args.otlp_schedule_delay_ms,
-                                per_request_metrics=args.enable_per_request_metrics)
+                                per_request_metrics=args.enable_per_request_metrics,
+                                max_model_len=args.max_model_len, spec_tokens=args.spec_tokens)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

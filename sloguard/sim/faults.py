@@ -8,6 +8,14 @@ streams that send an SSE error event half-way and close), `garbage_metrics` (`/m
 with junk: true or "html" for an HTML page, "binary" for random bytes), `network_delay_s` (the request
 reaches the server this much later: a network/gateway delay before the response head, outside the
 server's own TTFT).
+
+Unhappy-path faults (sloguard.sim.unhappy): `leak_on_cancel` (a client that goes away no longer cancels its
+request: it keeps its batch slot and generates its full length for nobody), `oversized_prompt` (a prompt
+over the context length is answered `"reject"`: a fast HTTP 400 as vLLM does, the default; `"hang"`: accepted
+with a 200 stream head and then nothing, until the client gives up; `"truncate"`: silently cut to fit and
+answered), `oversized_reject_delay_s` (seconds before the 400: a server slow to say no). Engine knobs:
+`spec_acceptance` (the draft model's per-token acceptance probability, with `--spec-tokens`), and
+`prefix_hit_ratio` (share of background prompts served from the prefix cache; null = the profile's).
 """
 
 from __future__ import annotations
@@ -32,6 +40,11 @@ class Faults:
     midstream_error_rate: float = 0.0
     garbage_metrics: bool | str = False
     network_delay_s: float = 0.0
+    leak_on_cancel: bool = False
+    oversized_prompt: str = "reject"
+    oversized_reject_delay_s: float = 0.0
+    spec_acceptance: float = 0.7
+    prefix_hit_ratio: float | None = None
 
     def as_json(self) -> dict[str, Any]:
         """Return the faults as a JSON-ready dict."""
@@ -52,6 +65,15 @@ def _flag(key: str, value: object) -> bool:
     return value
 
 
+OVERSIZED = ("reject", "hang", "truncate")
+
+
+def _choice(key: str, value: object, allowed: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{key}: expected one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
 def _garbage(key: str, value: object) -> bool | str:
     if isinstance(value, bool) or value in ("html", "binary"):
         return value
@@ -67,6 +89,11 @@ FIELDS: dict[str, Callable[[str, object], object]] = {
     "midstream_error_rate": lambda k, v: _number(k, v, 0.0, 1.0),
     "garbage_metrics": _garbage,
     "network_delay_s": lambda k, v: _number(k, v, 0.0, 60.0),
+    "leak_on_cancel": _flag,
+    "oversized_prompt": lambda k, v: _choice(k, v, OVERSIZED),
+    "oversized_reject_delay_s": lambda k, v: _number(k, v, 0.0, 600.0),
+    "spec_acceptance": lambda k, v: _number(k, v, 0.0, 1.0),
+    "prefix_hit_ratio": lambda k, v: None if v is None else _number(k, v, 0.0, 1.0),
 }
 
 

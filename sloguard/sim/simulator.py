@@ -6,6 +6,7 @@ import asyncio
 import random
 import time
 from collections import OrderedDict
+from dataclasses import replace
 from typing import Any
 
 from sloguard.sim import faults as faults_mod
@@ -14,7 +15,7 @@ from sloguard.sim.faults import Faults
 from sloguard.sim.metrics import SimMetrics
 from sloguard.sim.model import LatencyProfile, output_length
 from sloguard.sim.scheduler import BACKGROUND_MIX, Scheduler
-from sloguard.sim.wire import GenParams
+from sloguard.sim.wire import MAX_MODEL_LEN, GenParams
 
 DEFAULT_MODEL = "sim-llama-3-8b"
 REQUEST_LOG_SIZE = 10_000
@@ -45,6 +46,7 @@ class Simulator:
         self._log: OrderedDict[str, SimRequest] = OrderedDict()
         self.tracer: Any = None  # sim.tracing.SimTracer when spans are exported (`--otlp-traces-endpoint`)
         self.per_request_metrics = False  # vLLM's --enable-per-request-metrics: `metrics` in the usage chunk
+        self.max_model_len = MAX_MODEL_LEN  # vLLM's --max-model-len: longer requests get a 400 (or a fault)
 
     @staticmethod
     def _now() -> float:
@@ -62,12 +64,25 @@ class Simulator:
         """Merge `payload` into the faults (ValueError when invalid) and apply the multiplier."""
         self.faults = faults_mod.merge(self.faults, payload)
         self.engine.multiplier = self.faults.latency_multiplier
+        self._apply_prefix_hits()
         return self.faults
+
+    def enable_spec_decode(self, k: int) -> None:
+        """Export vLLM's speculative-decoding counters for a draft of `k` tokens per step (sim.spec)."""
+        from sloguard.sim.spec import SpecDecode
+
+        self.metrics.spec = SpecDecode(k, random.Random(f"{self.seed}/spec"), lambda: self.faults.spec_acceptance,
+                                       self.metrics.registry, ("engine", "model_name"), ("0", self.model))
+
+    def _apply_prefix_hits(self) -> None:
+        ratio = self.faults.prefix_hit_ratio
+        self.engine.profile = self.profile if ratio is None else replace(self.profile, prefix_hit_ratio=ratio)
 
     def clear_faults(self) -> Faults:
         """Remove every fault."""
         self.faults = Faults()
         self.engine.multiplier = 1.0
+        self._apply_prefix_hits()
         return self.faults
 
     def new_request(self, p: GenParams, arrival: float, sink: TokenSink) -> SimRequest:

@@ -187,3 +187,8 @@ class ServerWindows:
                 fam.add_metric([t, m, name.removeprefix("finished:"), w], inc / secs)
         if fam.samples:
             yield fam
+
+    def model_increase(self, target: str, name: str, window: float, now: float) -> dict[str, tuple[float, float]]:
+        """Return model -> (increase, seconds spanned) of one counter of a target over the window (resets handled)."""
+        return {m: (found[0].count, found[1]) for (t, m, n), win in self._count.items()
+                if t == target and n == name and (found := win.over_span(window, now)) is not None}

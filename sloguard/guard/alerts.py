@@ -1,0 +1,91 @@
+"""Built-in guardrail alerts as data, one per enabled guardrail and target; rules.py turns them into rules.
+
+Every expression stays in the threshold subset over sloguard's own gated series
+(`sloguard_guardrail_value{guardrail,target} OP threshold`), so the live engine and the generated
+Prometheus rule read the same value, evidence guard included (the value is absent without enough evidence).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sloguard.config.guard import GuardBase
+from sloguard.config.spec import Config
+from sloguard.config.units import format_duration
+from sloguard.guard.server import limit
+
+VALUE = "sloguard_guardrail_value"
+EVIDENCE = "sloguard_guardrail_evidence"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What one guardrail's alert says: its name, comparison, summary (templated) and runbook line."""
+
+    alert: str
+    op: str
+    what: str  # the value, in words, for the summary
+    evidence: str  # what sloguard_guardrail_evidence counts for it
+    runbook: str
+
+
+GUARDRAIL_ALERTS: Mapping[str, Kind] = {
+    "prefix_cache_hit_ratio": Kind(
+        "SloguardPrefixCacheHitRatioLow", "<", "prefix-cache hit ratio", "prompt tokens",
+        "Requests recompute prefixes they could reuse, so TTFT and GPU time grow. Check that prefix caching is on "
+        "(vLLM --enable-prefix-caching, SGLang's radix cache, TensorRT-LLM enable_block_reuse), that requests "
+        "sharing a prefix reach the same replica (prefix-aware or sticky routing), that prompts put the shared "
+        "part first (no timestamp or user id before the system prompt), and that the KV cache is not evicting "
+        "the working set (kv_cache_usage near 1, preemptions)."),
+    "spec_decode_acceptance": Kind(
+        "SloguardSpecDecodeAcceptanceLow", "<", "speculative-decoding acceptance (accepted / draft tokens)",
+        "draft tokens",
+        "The draft model is too different from the target model for this traffic: rejected drafts cost a "
+        "verification step each and TPOT gets worse, not better. Check the draft matches the target's tokenizer "
+        "and family (or fine-tune it on this traffic), lower num_speculative_tokens, or turn speculative "
+        "decoding off for this workload (acceptance length near 1 means no speed-up)."),
+    "busy_gpu_empty_queue": Kind(
+        "SloguardBusyGPUEmptyQueue", ">=", "share of the window with a busy GPU and an empty queue",
+        "evaluations with a GPU and a queue reading",
+        "The GPU is busy although nothing waits: batching is misconfigured or the GPU is shared. Check "
+        "max_num_seqs / max_num_batched_tokens (small, inefficient batches), chunked-prefill settings, eager mode "
+        "(CUDA graphs off), and other processes on the GPU (sloguard_gpu_process_memory_bytes)."),
+    "idle_gpu_deep_queue": Kind(
+        "SloguardIdleGPUDeepQueue", ">=", "share of the window with an idle GPU and a deep queue",
+        "evaluations with a GPU and a queue reading",
+        "Requests wait while the GPU idles: the scheduler is stuck. Look for a KV cache that never frees (slots "
+        "leaked by disconnected clients: the abort probe), a CPU-bound tokenizer or HTTP front end (CPU of the "
+        "serving process), or a hung engine step (engine log); restart the engine if the queue does not move."),
+}
+
+
+@dataclass(frozen=True)
+class GuardRule:
+    """One built-in guardrail alert for one target, as plain data."""
+
+    name: str
+    expr: str
+    for_: float
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    key: str
+
+
+def _rule(target: str, name: str, guard: GuardBase) -> GuardRule:
+    kind = GUARDRAIL_ALERTS[name]
+    threshold = limit(guard)
+    window = format_duration(guard.window)
+    sel = f"{{guardrail={json.dumps(name)},target={json.dumps(target)}}}"
+    summary = (f'{kind.what} on {{{{ $labels.target }}}} {{{{ $labels.model }}}} is {{{{ $value | printf "%.3g" }}}} '
+               f"over {window} (alert {kind.op} {threshold:g})")
+    labels = {**guard.labels, "severity": guard.severity, "guardrail": name}
+    return GuardRule(kind.alert, f"{VALUE}{sel} {kind.op} {threshold!r}", guard.for_, labels,
+                     {"summary": summary, "description": kind.runbook, "evidence": f"{EVIDENCE}{sel}: {kind.evidence}"},
+                     f"{kind.alert}:{target}")
+
+
+def guardrail_rules(cfg: Config) -> list[GuardRule]:
+    """Return the alert of every guardrail enabled on a target, in config order."""
+    return [_rule(t.name, name, guard) for t in cfg.targets for name, guard in t.guardrails.enabled().items()]
