@@ -96,5 +96,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return fn(args)
 
 
+def entry() -> int:
+    """The console script and `python -m sloguard`: main() behind the process guard (no tracebacks)."""
+    from sloguard.guard import run_guarded
+
+    return run_guarded(main)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())
