@@ -49,12 +49,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
-    from sloguard.config.spec import Config
+    from sloguard.config.schema import config_schema
 
-    schema = Config.model_json_schema(by_alias=True)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "sloguard configuration (version: sloguard/v1)"
-    print(json.dumps(schema, indent=2, sort_keys=True))
+    print(json.dumps(config_schema(), indent=2, sort_keys=True))
     return 0
 
 
