@@ -258,7 +258,7 @@ async def serve(config_path: str, web_config_path: str | None = None, listen: st
     try:
         await daemon.start()
     except ConfigError as exc:
-        print(f"sloguard: invalid configuration {exc.source}:", *exc.errors, sep="\n  ")
+        print(f"sloguard: invalid configuration {exc.source}:", *exc.errors, sep="\n  ", file=sys.stderr)
         return 2
     except ListenError as exc:
         fix = ("pass another --web.listen-address HOST:PORT" if listen

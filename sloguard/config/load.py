@@ -140,6 +140,9 @@ def load_config(path: str | Path) -> Config:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError([f"(file): cannot read {p}: {exc.strerror}"], str(p)) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"(file): {p} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                           f"{exc.start}); is it a binary file?"], str(p)) from None
     return load_config_text(text, str(p))
 
 

@@ -32,10 +32,11 @@ def main(argv: list[str]) -> int:
         out.mkdir(parents=True, exist_ok=True)
         for name, text in files.items():
             (out / name).write_text(text, encoding="utf-8")
-            print(out / name)
     except OSError as exc:
         where = exc.filename or out
         print(f"sloguard rules: cannot write {where}: {exc.strerror or exc} (-o must be a writable directory)",
               file=sys.stderr)
         return 2
+    for name in files:
+        print(out / name)
     return 0
