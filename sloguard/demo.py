@@ -118,7 +118,7 @@ def fault_help(sim_url: str) -> str:
             "inject a fault from another shell (then watch the SLO lines below move):\n"
             f"  curl -XPOST {sim_url}/sim/faults -d '{{\"latency_multiplier\": 4}}'\n"
             f"  curl -XDELETE {sim_url}/sim/faults      # back to normal\n"
-            "  other faults: stall_first_token_s, error_rate, hang, garbage_metrics (README: Demo)\n")
+            "  other faults: stall_first_token_s, error_rate, hang, garbage_metrics, network_delay_s\n")
 
 
 def _status_loop(base: str, duration: float, daemon: subprocess.Popen[bytes], stop: dict[str, bool]) -> None:

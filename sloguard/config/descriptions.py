@@ -30,6 +30,7 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "notifiers": "where alerts go: slack, alertmanager, webhook or log; route with `match`",
         "gpu": "NVML GPU metrics and the optional torch GPU canary",
         "host": "psutil metrics of the serving processes on this host",
+        "traces": "per-request server records (OTLP receiver for engine spans) and probe CLIENT span export",
         "builtin_alerts": "add sloguard's own alerts (source down, target down, stale probes, SLO burn rates, "
                           "GPU collection failing)",
     },
@@ -157,6 +158,12 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "device": "auto, cpu, cuda or cuda:N",
         "timeout": f"a run is killed after this long ({_DUR})",
         "duty_cycle": "at most this share of GPU time goes to the canary (0.01 = 1%)",
+        "quiet_threshold": "other work's SM share above which the GPU counts as busy (0..1)",
+        "quiet_gap": f"start a run once the GPU was quiet this long ({_DUR})",
+        "max_wait": f"or after this long without a quiet gap; such a run is contended: exported, not judged or "
+                    f"baselined ({_DUR})",
+        "poll": f"activity sampling period before and during a run ({_DUR})",
+        "baseline_runs": "the baseline is the median of this GPU's last N uncontended healthy runs",
     },
     "GPUSpec": {
         "nvml": "auto: NVML metrics where an NVIDIA driver exists, quiet elsewhere; on: report an error without "
@@ -164,6 +171,15 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "interval": f"how often NVML is read ({_DUR})",
         "pcie": "also read PCIe throughput (about 20 ms per GPU per collection)",
         "canary": "the optional torch GPU canary",
+        "gpm": "read SM, tensor and DRAM activity through GPM on Hopper and newer (absent elsewhere)",
+    },
+    "TracesSpec": {
+        "receiver": "OTLP/HTTP receiver for engine spans (needed by server_records: otlp); off when absent",
+        "export": "export probe CLIENT spans over OTLP/HTTP; off when absent",
+    },
+    "SpanExportSpec": {
+        "forward_engine_spans": "also send the joined engine spans to the same endpoint",
+        "timeout": f"deadline of one export request ({_DUR})",
     },
     "ProcessSpec": {
         "name": _NAME + "; the `process` label",

@@ -13,7 +13,8 @@ from aiohttp import web
 
 from sloguard import __version__
 from sloguard.exporter import landing
-from sloguard.exporter.listen import describe, parse_listen
+from sloguard.exporter.listen import describe
+from sloguard.exporter.listen import parse_listen as parse_listen  # re-exported (traces/receiver.py)
 from sloguard.exporter.snapshot import Snapshot
 from sloguard.exporter.webconfig import WebConfig
 
