@@ -49,7 +49,22 @@ def _cmd_check(args: argparse.Namespace) -> int:
         return 2
     print(f"{args.config}: ok ({len(cfg.targets)} targets, {len(cfg.probes)} probes, {len(cfg.slos)} SLOs, "
           f"{len(cfg.alerts)} alerts, {len(cfg.notifiers)} notifiers)")
-    return _check_records_online(cfg) if getattr(args, "online", False) else 0
+    if not getattr(args, "online", False):
+        return 0
+    return max(_check_listen_online(cfg.listen), _check_records_online(cfg))
+
+
+def _check_listen_online(listen: str) -> int:
+    """Bind the listen address as `run` would; print the outcome; 1 if it cannot be bound."""
+    from sloguard.exporter.listen import ListenError, check_listen
+
+    try:
+        check_listen(listen)
+    except ListenError as exc:
+        print(f"listen: {exc} (expected if this is the running sloguard's address)")
+        return 1
+    print(f"listen: {listen}: free")
+    return 0
 
 
 def _check_records_online(cfg: Config) -> int:
