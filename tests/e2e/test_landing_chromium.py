@@ -61,9 +61,10 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
         try:
             def ready() -> bool:
                 slos = json.loads(http_get(f"{proc.url}/api/v1/slos")[1])["slos"]
-                return all(any(o.get("value") is not None for o in s["objectives"]) for s in slos)
+                probes = json.loads(http_get(f"{proc.url}/debug/probes")[1])
+                return bool(probes) and all(any(o.get("value") is not None for o in s["objectives"]) for s in slos)
 
-            wait_until(ready, 60, "every SLO with data")
+            wait_until(ready, 60, "every SLO with data and a probe result")
             yield proc
         finally:
             proc.stop()
@@ -75,7 +76,7 @@ def test_dom_has_a_row_per_slo_source_and_link(daemon: Proc, tmp_path: Path) -> 
         assert f'id="slo-{name}"' in dom and f"SLO {name} ({source}, target sim)" in dom
     assert "p95 ttft &lt;= 500ms" in dom and "goodput &gt;= 95.0%" in dom  # percent, not 0.95
     assert "<td>scrape</td><td>sim</td>" in dom  # the target's health
-    assert "<td>sim-chat</td><td>sim</td>" in dom  # a recent probe result
+    assert "<td>sim-chat</td><td>sim</td>" in dom, dom[dom.find("Recent probes"):][:600]  # a recent probe
     assert 'href="metrics"' in dom and 'href="api/v1/slos"' in dom
     assert "<script" not in dom
 
