@@ -1,8 +1,9 @@
 """Seconds from a simulator latency fault to the daemon's SLO series moving (p95 TTFT, goodput, 1h burn rate).
 
-The claim: the first faulted probe result exists after at most one probe interval plus one request, and the
-evaluation that sees it publishes all three series, so the reaction is within
-probe interval + request timeout + 2 evaluation intervals (+ one drain tick). This moved out of
+The claim: p95 over the ~15 healthy baseline requests crosses the objective with the second slow result
+(linear interpolation: one of 16 lifts p95 only a quarter of the way), which exists after at most two probe
+intervals plus one request; the evaluation that sees it publishes all three series. So the reaction is within
+2 probe intervals + request timeout + 2 evaluation intervals + one drain tick. This moved out of
 tests/e2e/test_slo_fault_e2e.py, where a wall-clock budget failed on a busy CI machine.
 
 Run: .venv/bin/python benchmarks/fault_reaction.py [--trials 3]
@@ -31,7 +32,7 @@ from support.procs import (
 )
 
 PROBE_INTERVAL, EVAL_INTERVAL, REQUEST_MAX, DRAIN_TICK = 1.0, 1.0, 0.9, 0.25
-BUDGET = PROBE_INTERVAL + REQUEST_MAX + 2 * EVAL_INTERVAL + DRAIN_TICK
+BUDGET = 2 * PROBE_INTERVAL + REQUEST_MAX + 2 * EVAL_INTERVAL + DRAIN_TICK
 SLO = {"slo": "sim-latency"}
 
 
@@ -73,7 +74,7 @@ def main() -> int:
         took.append(trial(Path(tempfile.mkdtemp(prefix=f"sloguard-fault-{i}-"))))
         print(f"trial {i + 1}: SLO series moved {took[-1]:.2f} s after the fault", flush=True)
     print(f"fault -> p95 TTFT, goodput and 1h burn rate moved: median {statistics.median(took):.2f} s, "
-          f"max {max(took):.2f} s over {len(took)} trials (claim: within {BUDGET:.2f} s = probe interval "
+          f"max {max(took):.2f} s over {len(took)} trials (claim: within {BUDGET:.2f} s = 2 probe intervals of "
           f"{PROBE_INTERVAL:g} s + request {REQUEST_MAX:g} s + 2 evaluations of {EVAL_INTERVAL:g} s + drain "
           f"{DRAIN_TICK:g} s); {'within' if max(took) <= BUDGET else 'OVER'} the claim")
     return 0
