@@ -65,7 +65,7 @@ def test_wheel_installs_into_a_clean_venv_and_checks_the_example(release: dict[s
     venv = tmp_path / "venv"
     _run(sys.executable, "-m", "venv", venv)
     _run(venv / "bin" / "python", "-m", "pip", "install", "-q", release["wheel"])
-    version = _run(venv / "bin" / "sloguard", "version", cwd=tmp_path)
+    version = _run(venv / "bin" / "sloguard", "--version", cwd=tmp_path)
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert version.stdout.strip() == f"sloguard {meta['version']}"
     check = _run(venv / "bin" / "sloguard", "check", "-c", ROOT / "sloguard.example.yaml", cwd=tmp_path)
@@ -86,7 +86,7 @@ def test_staged_venv_runs_from_its_final_prefix(staged: Path) -> None:
     assert (venv / "bin" / "sloguard").read_text().splitlines()[0] == f"#!{PREFIX}/bin/python"
     assert str(staged) not in (venv / "pyvenv.cfg").read_text()
     assert os.readlink(staged / "usr/local/bin/sloguard") == f"{PREFIX}/bin/sloguard"
-    assert _run(venv / "bin" / "python", "-m", "sloguard", "version").stdout.startswith("sloguard ")
+    assert _run(venv / "bin" / "python", "-m", "sloguard", "--version").stdout.startswith("sloguard ")
 
 
 def test_staged_config_skeleton_passes_check(staged: Path) -> None:

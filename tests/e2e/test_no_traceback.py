@@ -82,6 +82,7 @@ CASES: dict[str, Case] = {
     "config-bogus": Case("config bogus", (2,), "invalid choice"),
     "config-schema-closed": Case("config schema", (PIPE,), closed_stdout=True),
     "version-closed": Case("version", (PIPE,), closed_stdout=True),
+    "dash-version-closed": Case("--version", (0, PIPE), closed_stdout=True),  # argparse's action, like --help
     "no-such-command": Case("frobnicate", (2,), "invalid choice"),
     # run: start-up errors are one line and exit 2
     "run-missing-config": Case("run -c {d}/nope.yaml", (2,), "nope.yaml"),
