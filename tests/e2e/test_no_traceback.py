@@ -53,6 +53,8 @@ slos: [{name: s, target: t, objectives: [{metric: ttft, percentile: 95, threshol
 """
 FILES = {
     "good.yaml": GOOD,
+    # `run` takes a lock on state_dir: each run case gets its own, as they run side by side
+    **{f"run-{k}.yaml": GOOD.replace("{d}/state", "{d}/state-" + k) for k in "abcd"},
     "noprobes.yaml": "version: sloguard/v1\n",
     "invalid.yaml": "version: sloguard/v1\nslos: [{name: a, target: b, objectivs: []}]\n",
     "p95.yaml": "version: sloguard/v1\nslos: [{name: a, target: b, objectives: [{metric: ttft, percentile: p95, "
@@ -87,12 +89,12 @@ CASES: dict[str, Case] = {
     # run: start-up errors are one line and exit 2
     "run-missing-config": Case("run -c {d}/nope.yaml", (2,), "nope.yaml"),
     "run-invalid-config": Case("run -c {d}/invalid.yaml", (2,), "objectivs"),
-    "run-port-in-use": Case("run -c {d}/good.yaml --web.listen-address 127.0.0.1:{busy}", (2,),
+    "run-port-in-use": Case("run -c {d}/run-a.yaml --web.listen-address 127.0.0.1:{busy}", (2,),
                             "cannot listen on 127.0.0.1:{busy}: address already in use"),
-    "run-not-local": Case("run -c {d}/good.yaml --web.listen-address 192.0.2.1:9478", (2,),
+    "run-not-local": Case("run -c {d}/run-b.yaml --web.listen-address 192.0.2.1:9478", (2,),
                           "cannot listen on 192.0.2.1:9478: no local interface has this address"),
-    "run-bad-address": Case("run -c {d}/good.yaml --web.listen-address bogus", (2,), "invalid listen address"),
-    "run-bad-web-config": Case("run -c {d}/good.yaml --web.config.file {d}/nope.yml", (2,), "nope.yml"),
+    "run-bad-address": Case("run -c {d}/run-c.yaml --web.listen-address bogus", (2,), "invalid listen address"),
+    "run-bad-web-config": Case("run -c {d}/run-d.yaml --web.config.file {d}/nope.yml", (2,), "nope.yml"),
     # evaluate
     "evaluate-missing-keys": Case("evaluate -c {d}/good.yaml --results {d}/missing-keys.jsonl", (2,),
                                   "line 1: not a probe result: missing key(s) ts, probe"),
