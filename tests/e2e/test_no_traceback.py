@@ -68,6 +68,7 @@ FILES = {
     "page.html": "<html><body>hello</body></html>\n",
     "node.prom": '# TYPE node_cpu_seconds_total counter\nnode_cpu_seconds_total{cpu="0",mode="idle"} 12\n',
     "afile": "not a directory\n",
+    "state-is-a-file.yaml": "version: sloguard/v1\nlisten: \"127.0.0.1:0\"\nstate_dir: \"{d}/afile\"\n",
 }
 
 CASES: dict[str, Case] = {
@@ -94,6 +95,8 @@ CASES: dict[str, Case] = {
     "run-not-local": Case("run -c {d}/run-b.yaml --web.listen-address 192.0.2.1:9478", (2,),
                           "cannot listen on 192.0.2.1:9478: no local interface has this address"),
     "run-bad-address": Case("run -c {d}/run-c.yaml --web.listen-address bogus", (2,), "invalid listen address"),
+    "run-state-dir-is-a-file": Case("run -c {d}/state-is-a-file.yaml", (2,), "afile"),
+    "check-state-dir-is-a-file": Case("check -c {d}/state-is-a-file.yaml", (2,), "afile"),
     "run-bad-web-config": Case("run -c {d}/run-d.yaml --web.config.file {d}/nope.yml", (2,), "nope.yml"),
     # evaluate
     "evaluate-missing-keys": Case("evaluate -c {d}/good.yaml --results {d}/missing-keys.jsonl", (2,),
