@@ -101,7 +101,7 @@ class Daemon:
             "slos": lambda: self.slo.api_json(self.statuses),
             "probes": self.probes.history.snapshot,
             "alerts": self.alerting.debug_json,
-        })
+        }, {"probes": lambda query: self.probes.history.page(query)})
         self.statuses: list[Any] = []
         self.http, self.port = await start_server(ep, web_config, self.listen_override or cfg.listen)
         for coro in (self._loop(self.cfg.evaluation_interval, self.evaluate, first=0.5),

@@ -17,17 +17,18 @@ from prometheus_client.metrics_core import (
 from prometheus_client.samples import Exemplar
 
 from sloguard.model import ProbeResult
+from sloguard.probes.outcome import outcome
+from sloguard.probes.timing import ITL_BUCKETS
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0,
                    3.0, 5.0, 7.5, 10.0, 20.0, 30.0, 60.0)
-TOKEN_BUCKETS = (0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1,
-                 0.15, 0.2, 0.3, 0.5, 1.0, 2.5)
+TOKEN_BUCKETS = ITL_BUCKETS
 
-# metric name suffix -> (ProbeResult field, buckets, help); "itls_s" observes every per-token gap
+# metric name suffix -> (ProbeResult field, buckets, help); "itl" adds the request's per-token bucket counts
 HISTOGRAMS: dict[str, tuple[str, tuple[float, ...], str]] = {
     "ttft": ("ttft_s", LATENCY_BUCKETS, "Probe time to first token (content or reasoning), from t0."),
     "ttfot": ("ttfot_s", LATENCY_BUCKETS, "Probe time to first non-reasoning output token, from t0."),
-    "itl": ("itls_s", TOKEN_BUCKETS, "Probe per-token inter-token latency (gap / tokens in the event)."),
+    "itl": ("itl_counts", TOKEN_BUCKETS, "Probe per-token inter-token latency (gap / tokens in the event)."),
     "tpot": ("tpot_s", TOKEN_BUCKETS, "Probe time per output token: (E2E - TTFT) / (usage tokens - 1)."),
     "e2e": ("e2e_s", LATENCY_BUCKETS, "Probe end-to-end latency: t0 to the last token-bearing event."),
     "connect": ("connect_s", LATENCY_BUCKETS, "Probe TCP/TLS connection set-up (0 on a reused connection)."),
@@ -48,12 +49,11 @@ class _Hist:
         if trace_id:
             self.exemplars[i] = Exemplar({"trace_id": trace_id}, value, ts)
 
-
-def outcome(r: ProbeResult) -> str:
-    """Return 'success', 'timeout' or 'error'."""
-    if r.ok:
-        return "success"
-    return "timeout" if (r.error or "").startswith("timeout") else "error"
+    def add_counts(self, counts: tuple[int, ...], total: float) -> None:
+        """Add one request's per-bucket counts (a per-token histogram computed in the probe process)."""
+        for i, n in enumerate(counts[: len(self.counts)]):
+            self.counts[i] += n
+        self.total += total
 
 
 class ProbeMetrics:
@@ -109,13 +109,17 @@ class ProbeMetrics:
     def _observe_latencies(self, r: ProbeResult) -> None:
         labels = (r.probe, r.target, r.model, r.prompt_bucket)
         for name, (attr, bounds, _) in HISTOGRAMS.items():
-            raw = getattr(r, attr)
-            values = raw if isinstance(raw, tuple) else (() if raw is None else (raw,))
-            if not values:
+            value = getattr(r, attr)
+            if value is None or value == ():  # undefined, or a request without per-token gaps
                 continue
             h = self._hists[name].setdefault(labels, _Hist([0] * (len(bounds) + 1)))
-            for v in values:
-                h.observe(bounds, v, r.trace_id, r.ts)
+            if name != "itl":
+                h.observe(bounds, value, r.trace_id, r.ts)
+                continue
+            h.add_counts(r.itl_counts, r.itl_sum_s)
+            for v in (r.itl_p50_s, r.itl_p99_s, r.itl_max_s):  # exemplars: exact per-token values of this request
+                if v is not None and r.trace_id:
+                    h.exemplars[bisect_left(bounds, v)] = Exemplar({"trace_id": r.trace_id}, v, r.ts)
 
     def families(self, now: float) -> list[Metric]:
         """Return all probe families; histograms carry {trace_id} exemplars (shown by OpenMetrics only)."""
