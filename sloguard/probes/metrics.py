@@ -68,6 +68,7 @@ class ProbeMetrics:
         self._probes: set[str] = set()
         self._configured: frozenset[str] | None = None  # None until expect(): accept every probe
         self._overhead: float | None = None
+        self._stall: float | None = None
 
     def expect(self, probes: Iterable[str]) -> None:
         """Declare the configured probes (replacing the previous set, e.g. on reload).
@@ -86,9 +87,10 @@ class ProbeMetrics:
             self._tokens[kind] = {k: n for k, n in counts.items() if k[0] in keep}
         self._last_success = {p: t for p, t in self._last_success.items() if p in keep}
 
-    def set_overhead(self, seconds: float) -> None:
-        """Record the probe process's measured timing overhead (see ProbeWorker.overhead_seconds)."""
+    def set_overhead(self, seconds: float, stall: float | None = None) -> None:
+        """Record the probe process's measured timing overhead and longest loop stall (ProbeWorker)."""
         self._overhead = seconds
+        self._stall = stall
 
     def observe(self, r: ProbeResult) -> None:
         """Count one result; observe its defined latencies into the histograms (unless its probe was removed)."""
@@ -129,8 +131,14 @@ class ProbeMetrics:
         if self._overhead is not None:
             out.append(GaugeMetricFamily(
                 "sloguard_probe_timing_overhead_seconds",
-                "Probe process timing error bar: p99 event-loop scheduling delay plus clock read cost, "
-                "measured by the probe process every 100 ms over the last minute.", value=self._overhead))
+                "Probe process timing error bar: the p99 wait a socket read has before the probe loop stamps it "
+                "(time-weighted over every busy period of the loop in the last minute) plus clock read cost.",
+                value=self._overhead))
+        if self._stall is not None:
+            out.append(GaugeMetricFamily(
+                "sloguard_probe_loop_stall_max_seconds",
+                "Longest time the probe process's loop ran without polling its sockets in the last minute "
+                "(a read arriving then is stamped that late).", value=self._stall))
         return out
 
     def _histogram(self, name: str) -> HistogramMetricFamily:
