@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from sloguard.probes.sse import DONE, LineTooLong, SSESplitter
-from sloguard.probes.timing import Chunk, Tally
+from sloguard.probes.timing import Chunk, Summary, Tally
 
 Decoder = Callable[[str], Chunk]
 FEED_BYTES = 2048  # bytes handed to the splitter at once (~40 small events)
@@ -61,6 +61,19 @@ class Events:
                 return self.error
             tally.add(e.t_ns, safe_decode(self._decode, e.data))
         return None
+
+    async def summary(self, t0_ns: int, gaps: bool = True) -> Summary:
+        """Apply §4 to what arrived, yielding to the loop between slices of the end-of-request pass."""
+        gen = self.tally.steps(t0_ns, gaps)
+        start = time.perf_counter_ns()
+        while True:
+            try:
+                next(gen)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            if time.perf_counter_ns() - start > SLICE_NS:
+                await yield_to_io()
+                start = time.perf_counter_ns()
 
     @property
     def unfinished(self) -> bool:

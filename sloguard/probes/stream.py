@@ -206,7 +206,8 @@ async def run_stream(
     events = Events(decode, job.max_events)
     f = await fetch(session, url, body, headers, job.timeout, events.feed)
     _warn_if_unstamped(f.late)
-    return _result(job, prompt, trace_id, f.ts, f.status, f.stamps, events, done_on_eof, f.error)
+    summary = await events.summary(f.stamps.t0_ns, gaps=f.error is None)  # a failed request: O(1), no ITL
+    return _result(job, prompt, trace_id, f.ts, f.status, f.stamps, events, summary, done_on_eof, f.error)
 
 
 _warned_late = False
@@ -262,15 +263,15 @@ def assemble(
     for t_ns, data in chunks:
         if error is None:
             error = events.feed_now(t_ns, data)
-    return _result(job, prompt, trace_id, ts, status, stamps, events, done_on_eof, error)
+    summary = events.tally.summary(stamps.t0_ns, gaps=error is None)
+    return _result(job, prompt, trace_id, ts, status, stamps, events, summary, done_on_eof, error)
 
 
 def _result(
     job: ProbeJob, prompt: Prompt, trace_id: str, ts: float, status: int | None, stamps: Stamps,
-    events: Events, done_on_eof: bool, error: str | None,
+    events: Events, summary: Summary, done_on_eof: bool, error: str | None,
 ) -> ProbeResult:
-    """Apply §4 to decoded events and build the ProbeResult (a failed one keeps the timings it reached)."""
-    summary = events.tally.summary(stamps.t0_ns)
+    """Build the ProbeResult from the §4 summary (a failed request keeps the timings it reached)."""
     if error is None:
         error = _stream_error(summary, events.unfinished, done_on_eof)
     connect = (stamps.connect_end_ns - stamps.connect_start_ns) * 1e-9 if stamps.connect_start_ns else 0.0

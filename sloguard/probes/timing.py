@@ -15,13 +15,15 @@ per-request ITL statistics and histogram bucket counts, never the per-token list
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from bisect import bisect_right
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import accumulate, pairwise
+from math import fsum
 from typing import NamedTuple
 
 NS = 1e-9
+SLICE_EVENTS = 2048  # candidate events per slice of the end-of-request pass (~0.5 ms)
 # Bucket bounds (seconds) of the per-token ITL histogram; a result carries its own counts per bucket (+Inf last).
 ITL_BUCKETS = (0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1,
                0.15, 0.2, 0.3, 0.5, 1.0, 2.5)
@@ -83,15 +85,32 @@ class _Cand(NamedTuple):
     finish: str
 
 
-class Tally:
-    """Accumulate decoded events in arrival order (O(1) each); `summary(t0)` applies §4 once at the end."""
+class _Rule(NamedTuple):
+    """How many tokens each kind of unstated candidate carries (decided once usage is known)."""
 
-    __slots__ = ("_cands", "_first_content", "_first_text", "done", "error", "events", "output", "prompt")
+    text: float  # per unstated text event when not shared by length (1.0)
+    share: float  # > 0: text events carry share * chars / text_chars instead
+    chars: int
+    steps: float  # per unstated textless step
+    eos_index: int  # the one step that carries the final token (-1: none)
+
+
+class Tally:
+    """Accumulate decoded events in arrival order (O(1) each); `summary(t0)` applies §4 once at the end.
+
+    The token-count rule is decided from running counters (O(1)); the final pass over the candidate events
+    runs in slices of SLICE_EVENTS (`steps`), so a caller on an event loop can yield between them.
+    """
+
+    __slots__ = ("_cands", "_first_content", "_first_text", "_last_step", "_n_steps", "_n_text", "_stated",
+                 "_text_chars", "done", "error", "events", "output", "prompt")
 
     def __init__(self) -> None:
         self._cands: list[_Cand] = []
         self._first_text: int | None = None
         self._first_content: int | None = None
+        self._stated = self._n_text = self._n_steps = self._text_chars = 0
+        self._last_step = -1
         self.output: int | None = None
         self.prompt: int | None = None
         self.error: str | None = None
@@ -109,26 +128,101 @@ class Tally:
             self._first_text = t_ns if self._first_text is None else self._first_text
             if c.content and self._first_content is None:
                 self._first_content = t_ns
-        if c.bearing or c.step or (c.tokens or 0) > 0:
-            stated = -1 if c.tokens is None else c.tokens
-            self._cands.append(_Cand(t_ns, c.chars, stated, c.bearing, c.finish))
+        if not (c.bearing or c.step or (c.tokens or 0) > 0):
+            return
+        if c.tokens is not None:
+            self._stated += c.tokens
+        elif c.bearing:
+            self._n_text += 1
+            self._text_chars += c.chars
+        else:
+            self._n_steps += 1
+            self._last_step = len(self._cands)
+        self._cands.append(_Cand(t_ns, c.chars, -1 if c.tokens is None else c.tokens, c.bearing, c.finish))
 
-    def summary(self, t0_ns: int) -> Summary:
-        """Return the §4 timings relative to `t0_ns`."""
-        counts = token_counts(self._cands, self.output)
-        carrying = [(c.t_ns, k) for c, k in zip(self._cands, counts, strict=True) if k > 0]
+    def rule(self) -> _Rule:
+        """Decide which candidates carry how many tokens (module docstring), from the counters alone."""
+        text, steps, output = self._n_text, self._n_steps, self.output
+        if output is None:
+            return _Rule(1.0, 0.0, 0, 0.0, -1)
+        remainder = output - self._stated
+        if remainder == text + steps:  # one token per event, empty-text steps included
+            return _Rule(1.0, 0.0, 0, 1.0, -1)
+        last = self._last_step
+        eos = last >= 0 and self._cands[last].finish not in ("", "length") and remainder >= text + 1
+        share = remainder - (1 if eos else 0)
+        spread = text > 0 and share > text + (0 if eos else 1)
+        if not spread:
+            return _Rule(1.0, 0.0, 0, 0.0, last if eos else -1)
+        if self._text_chars > 0:
+            return _Rule(1.0, float(share), self._text_chars, 0.0, last if eos else -1)
+        return _Rule(share / text, 0.0, 0, 0.0, last if eos else -1)
+
+    def steps(self, t0_ns: int, gaps: bool = True) -> Generator[None, None, Summary]:
+        """Compute the summary, yielding after every SLICE_EVENTS candidates; the Summary is the return value.
+
+        `gaps=False` (a request that already failed: timeout, flood, reset) skips the per-token pass: TTFT,
+        E2E and the token events come from the first and last carrying events, O(1) however long the stream
+        was, so a timed-out request reports at its deadline.
+        """
+        rule, cands = self.rule(), self._cands
+        if not gaps:
+            ends = [i for i in _ends(len(cands)) if _tokens(cands[i], i, rule) > 0]
+            first, last = (cands[ends[0]].t_ns, cands[ends[-1]].t_ns) if ends else (-1, -1)
+            return self._summary(t0_ns, first, last, len(ends), None)
+        pairs: list[tuple[float, int]] = []
+        prev = first = -1
+        carrying = 0
+        for lo in range(0, len(cands), SLICE_EVENTS):
+            if lo:
+                yield
+            for i in range(lo, min(lo + SLICE_EVENTS, len(cands))):
+                c = cands[i]
+                k = _tokens(c, i, rule)
+                if k <= 0:
+                    continue
+                if carrying:  # correctly rounded: 30 ms / 2 == 0.015, on its bucket bound
+                    pairs.append(((c.t_ns - prev) / (max(k, 1.0) * 1e9), max(1, round(k))))
+                else:
+                    first = c.t_ns
+                prev, carrying = c.t_ns, carrying + 1
+        yield
+        return self._summary(t0_ns, first, prev, carrying, _stats(pairs))
+
+    def summary(self, t0_ns: int, gaps: bool = True) -> Summary:
+        """Return the §4 timings relative to `t0_ns` (all slices at once)."""
+        gen = self.steps(t0_ns, gaps)
+        while True:
+            try:
+                next(gen)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+
+    def _summary(self, t0_ns: int, first: int, last: int, carrying: int, itl: GapStats | None) -> Summary:
         base = Summary(output_tokens=self.output, prompt_tokens=self.prompt, error=self.error, done=self.done,
-                       token_events=len(carrying))
+                       token_events=carrying)
         if not carrying:
             return base
         ttft = None if self._first_text is None else (self._first_text - t0_ns) * NS
-        e2e = (carrying[-1][0] - t0_ns) * NS
+        e2e = (last - t0_ns) * NS
         ttfot = None if self._first_content is None else (self._first_content - t0_ns) * NS
         output = self.output
         tpot = (e2e - ttft) / (output - 1) if ttft is not None and output is not None and output > 1 else None
-        return Summary(ttft_s=ttft, ttfot_s=ttfot, e2e_s=e2e, tpot_s=tpot, itl=gap_stats(carrying),
-                       output_tokens=output, prompt_tokens=self.prompt, error=self.error, done=self.done,
-                       token_events=len(carrying))
+        return Summary(ttft_s=ttft, ttfot_s=ttfot, e2e_s=e2e, tpot_s=tpot, itl=itl, output_tokens=output,
+                       prompt_tokens=self.prompt, error=self.error, done=self.done, token_events=carrying)
+
+
+def _ends(n: int, k: int = 64) -> list[int]:
+    """Indexes of the first and last `k` candidates (where the first and last carrying events are found)."""
+    return list(range(n)) if n <= 2 * k else [*range(k), *range(n - k, n)]
+
+
+def _tokens(c: _Cand, i: int, rule: _Rule) -> float:
+    if c.stated >= 0:
+        return float(c.stated)
+    if c.text:
+        return rule.share * c.chars / rule.chars if rule.share else rule.text
+    return 1.0 if i == rule.eos_index else rule.steps
 
 
 def summarize(t0_ns: int, events: Iterable[tuple[int, Chunk]]) -> Summary:
@@ -139,74 +233,34 @@ def summarize(t0_ns: int, events: Iterable[tuple[int, Chunk]]) -> Summary:
     return tally.summary(t0_ns)
 
 
-def token_counts(cands: Sequence[_Cand], output: int | None) -> list[float]:
-    """Tokens carried by each candidate event (module docstring); stated counts as given."""
-    counts = [float(c.stated) if c.stated >= 0 else 0.0 for c in cands]
-    text = [i for i, c in enumerate(cands) if c.stated < 0 and c.text]
-    steps = [i for i, c in enumerate(cands) if c.stated < 0 and not c.text]
-    if output is None:
-        for i in text:
-            counts[i] = 1.0
-        return counts
-    remainder = output - sum(c.stated for c in cands if c.stated >= 0)
-    if remainder == len(text) + len(steps):  # one token per event, empty-text steps included
-        for i in (*text, *steps):
-            counts[i] = 1.0
-        return counts
-    last = steps[-1] if steps else None
-    eos = last is not None and cands[last].finish not in ("", "length") and remainder >= len(text) + 1
-    if eos and last is not None:
-        counts[last] = 1.0
-        remainder -= 1
-    _share(cands, text, counts, remainder, slack=0 if eos else 1)
-    return counts
-
-
-def _share(cands: Sequence[_Cand], text: Sequence[int], counts: list[float], remainder: int, slack: int) -> None:
-    """Give each text event one token, or share `remainder` by text length when it holds clearly more."""
-    spread = bool(text) and remainder > len(text) + slack
-    chars = sum(cands[i].chars for i in text)
-    for i in text:
-        if not spread:
-            counts[i] = 1.0
-        elif chars > 0:
-            counts[i] = remainder * cands[i].chars / chars
-        else:
-            counts[i] = remainder / len(text)
-
-
 def gap_stats(carrying: Sequence[tuple[int, float]]) -> GapStats | None:
-    """Per-token gaps: each event's gap split evenly over the tokens it carried; None for one event."""
-    if len(carrying) < 2:
+    """Per-token gaps of `(arrival_ns, tokens)` events: each gap split evenly over the tokens its event carried."""
+    return _stats([((t - prev) / (max(k, 1.0) * 1e9), max(1, round(k))) for (prev, _), (t, k) in pairwise(carrying)])
+
+
+def _stats(pairs: list[tuple[float, int]]) -> GapStats | None:
+    """Quantiles, bucket counts and sum of (per-token gap, tokens) pairs; None without a gap.
+
+    O(n log n) in C-level calls (sort, bisect, accumulate), never a per-token list.
+    """
+    if not pairs:
         return None
-    weighted: list[tuple[float, int]] = []
-    for (prev, _), (t, k) in pairwise(carrying):
-        k = max(k, 1.0)
-        weighted.append(((t - prev) / (k * 1e9), max(1, round(k))))  # correctly rounded: 30 ms / 2 == 0.015
-    weighted.sort()
-    buckets = [0] * (len(ITL_BUCKETS) + 1)
-    total = 0.0
-    for value, n in weighted:
-        buckets[bisect_left(ITL_BUCKETS, value)] += n  # le is inclusive: value == bound falls in that bucket
-        total += value * n
-    return GapStats(weighted_percentile(weighted, 0.5), weighted_percentile(weighted, 0.99), weighted[-1][0],
-                    tuple(buckets), total)
+    pairs.sort()
+    values = [v for v, _ in pairs]
+    cum = list(accumulate(n for _, n in pairs))
+    below = [cum[i - 1] if i else 0 for i in (bisect_right(values, b) for b in ITL_BUCKETS)]
+    counts = tuple(b - a for a, b in pairwise((0, *below, cum[-1])))
+    total = fsum(v * n for v, n in pairs)
+    return GapStats(_rank_quantile(values, cum, 0.5), _rank_quantile(values, cum, 0.99), values[-1], counts, total)
 
 
-def weighted_percentile(sorted_pairs: Sequence[tuple[float, int]], q: float) -> float:
-    """Return `percentile` of the list where each value repeats its count, without building that list."""
-    n = sum(c for _, c in sorted_pairs)
-    pos = q * (n - 1)
+def _rank_quantile(values: Sequence[float], cum: Sequence[int], q: float) -> float:
+    """`percentile` over the list in which values[i] repeats cum[i] - cum[i-1] times, without building it."""
+    pos = q * (cum[-1] - 1)
     lo = int(pos)
-    lo_v = hi_v = sorted_pairs[-1][0]
-    seen = 0
-    for i, (value, count) in enumerate(sorted_pairs):
-        if lo < seen + count:
-            lo_v = value
-            hi_v = value if lo + 1 < seen + count else sorted_pairs[min(i + 1, len(sorted_pairs) - 1)][0]
-            break
-        seen += count
-    return lo_v + (hi_v - lo_v) * (pos - lo)
+    i = bisect_right(cum, lo)
+    j = bisect_right(cum, lo + 1) if lo + 1 < cum[-1] else i
+    return values[i] + (values[min(j, len(values) - 1)] - values[i]) * (pos - lo)
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import random
 from bisect import bisect_left
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -13,7 +15,7 @@ from sloguard.probes.job import ProbeJob
 from sloguard.probes.openai import decode_chat, decode_completion
 from sloguard.probes.stream import Decoder, Stamps, assemble
 from sloguard.probes.tgi import decode_tgi
-from sloguard.probes.timing import ITL_BUCKETS, percentile
+from sloguard.probes.timing import ITL_BUCKETS, gap_stats, percentile
 from sloguard.probes.triton import decode_triton
 from sloguard.probes.workload import Prompt
 
@@ -199,3 +201,21 @@ def test_itl_percentiles_and_trace_id() -> None:
 def test_transport_error_redacted(error: str, shown: str) -> None:
     r = run("chat", [], error=error)
     assert (r.ok, r.error) == (False, shown)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_gap_stats_match_the_expanded_per_token_list(seed: int) -> None:
+    rng = random.Random(seed)
+    t, carrying = 0, []
+    for _ in range(rng.randrange(2, 300)):
+        t += rng.randrange(0, 80_000_000)
+        carrying.append((t, float(rng.choice([1, 1, 1, 2, 3, 0.4, 7.6]))))
+    expanded = []
+    for (prev, _), (now, k) in pairwise(carrying):
+        expanded += [(now - prev) / (max(k, 1.0) * 1e9)] * max(1, round(k))
+    got = gap_stats(carrying)
+    assert got is not None
+    want = gap_fields(tuple(expanded))
+    assert (got.p50_s, got.p99_s, got.max_s) == (approx(want["itl_p50_s"]), approx(want["itl_p99_s"]),
+                                                 approx(want["itl_max_s"]))
+    assert got.counts == want["itl_counts"] and got.sum_s == pytest.approx(want["itl_sum_s"])
