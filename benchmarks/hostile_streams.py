@@ -175,8 +175,8 @@ targets:
   - {{name: healthy, engine: openai, api_url: "{base}/healthy", model: m}}
   - {{name: flood, engine: openai, api_url: "{base}/flood", model: m}}
 probes:
-  - {{name: healthy, target: healthy, interval: 1s, timeout: 2s, max_tokens: 16}}
-  - {{name: flood, target: flood, interval: 1s, timeout: 1500ms, max_tokens: 64}}
+  - {{name: healthy, target: healthy, interval: 1s, timeout: 900ms, max_tokens: 16}}
+  - {{name: flood, target: flood, interval: 1s, timeout: 900ms, max_tokens: 64}}
 """
 
 
