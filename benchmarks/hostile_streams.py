@@ -15,7 +15,8 @@ longest stall as reported by sloguard.probes.lag.BusyMeter.
 Part 2 (`--minutes`, 0 to skip): the real daemon probing `healthy` and `flood` every 1 s; daemon RSS every
 5 s, worst `GET /metrics` and `GET /debug/probes?limit=500` (each polled every 1 s), healthy probe outcomes.
 
-Run: .venv/bin/python benchmarks/hostile_streams.py [--seconds 10] [--minutes 10]
+Run: .venv/bin/python benchmarks/hostile_streams.py [--seconds 10] [--minutes 10] [--part 1|2|both] [--baseline]
+(`--baseline`: Part 2 without the flood target, the same daemon's worst GETs on this host without a flood)
 """
 
 from __future__ import annotations
@@ -166,7 +167,8 @@ def isolation(base: str, seconds: float) -> None:
         print("| " + " | ".join(cells) + " |", flush=True)
 
 
-def _config(port: int, base: str, state: Path) -> str:
+def _config(port: int, base: str, state: Path, flood: bool = True) -> str:
+    flood_probe = "  - {name: flood, target: flood, interval: 1s, timeout: 900ms, max_tokens: 64}\n" if flood else ""
     return f"""version: sloguard/v1
 listen: "127.0.0.1:{port}"
 state_dir: "{state}"
@@ -176,8 +178,7 @@ targets:
   - {{name: flood, engine: openai, api_url: "{base}/flood", model: m}}
 probes:
   - {{name: healthy, target: healthy, interval: 1s, timeout: 900ms, max_tokens: 16}}
-  - {{name: flood, target: flood, interval: 1s, timeout: 900ms, max_tokens: 64}}
-"""
+{flood_probe}"""
 
 
 def _get_ms(url: str) -> float:
@@ -187,13 +188,14 @@ def _get_ms(url: str) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
-def daemon_flood(base: str, minutes: float) -> None:
+def daemon_flood(base: str, minutes: float, flood: bool = True) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
-        proc = start_daemon(Path(tmp), _config(port, base, Path(tmp) / "state"))
+        proc = start_daemon(Path(tmp), _config(port, base, Path(tmp) / "state", flood))
+        first = b'outcome="event_flood"' if flood else b'outcome="success"'
         try:
             ps = psutil.Process(proc.popen.pid)
-            wait_until(lambda: b'outcome="event_flood"' in http_get(f"{proc.url}/metrics")[1], 60, "a flood result")
+            wait_until(lambda: first in http_get(f"{proc.url}/metrics")[1], 60, "a first result")
             rss0 = ps.memory_info().rss
             rss, metrics_ms, debug_ms = [rss0], [], []
             end = time.monotonic() + minutes * 60
@@ -208,8 +210,9 @@ def daemon_flood(base: str, minutes: float) -> None:
             proc.stop()
     counts = [line for line in text.splitlines() if line.startswith("sloguard_probe_requests_total")]
     mib = 1 / (1 << 20)
-    print(f"\nPart 2: daemon probing healthy + flood every 1 s for {minutes:g} min")
-    print(f"RSS after the first flood result {rss0 * mib:.1f} MiB, peak {max(rss) * mib:.1f} MiB, "
+    print(f"\nPart 2: daemon probing healthy{' + flood' if flood else ' only (baseline)'} every 1 s "
+          f"for {minutes:g} min")
+    print(f"RSS after the first result {rss0 * mib:.1f} MiB, peak {max(rss) * mib:.1f} MiB, "
           f"end {rss[-1] * mib:.1f} MiB: growth {(rss[-1] - rss0) * mib:+.1f} MiB "
           f"(peak {(max(rss) - rss0) * mib:+.1f})")
     print(f"GET /metrics: median {np.median(metrics_ms):.1f} ms, worst {max(metrics_ms):.1f} ms "
@@ -223,6 +226,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0, help="Part 1 measurement time per row")
     ap.add_argument("--minutes", type=float, default=10.0, help="Part 2 duration (0: skip)")
     ap.add_argument("--part", choices=("1", "2", "both"), default="both")
+    ap.add_argument("--baseline", action="store_true", help="Part 2 without the flood target, for comparison")
     args = ap.parse_args()
     server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "support" / "hostile_streams.py")],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -233,7 +237,7 @@ def main() -> None:
         if args.part in ("1", "both"):
             isolation(base, args.seconds)
         if args.part in ("2", "both") and args.minutes > 0:
-            daemon_flood(base, args.minutes)
+            daemon_flood(base, args.minutes, flood=not args.baseline)
     finally:
         server.terminate()
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at end")
