@@ -14,6 +14,7 @@ from sloguard.model import LIVE_ONLY_FIELDS, ProbeResult
 
 # Every ProbeResult field but the per-request ITL bucket counts, which only feed the live histograms.
 PROBE_COLUMNS = tuple(f.name for f in fields(ProbeResult) if f.name not in LIVE_ONLY_FIELDS)
+_DEFAULTS = {f.name: f.default for f in fields(ProbeResult)}
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS probe_results ({", ".join(PROBE_COLUMNS)});
 CREATE INDEX IF NOT EXISTS probe_results_ts ON probe_results (ts);
@@ -34,13 +35,25 @@ class Store:
         self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
         with self.lock:
             self.conn.executescript(_SCHEMA)
+            self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        """Migrate a file written by an older version: add the ProbeResult columns it lacks (old rows: defaults)."""
+        have = {row[1] for row in self.conn.execute("PRAGMA table_info(probe_results)")}
+        with self.conn:
+            for column in PROBE_COLUMNS:
+                if column not in have:
+                    default = _DEFAULTS.get(column)
+                    clause = f" DEFAULT {default!r}" if isinstance(default, str | int | float) else ""
+                    self.conn.execute(f"ALTER TABLE probe_results ADD COLUMN {column}{clause}")
 
     def add_probe_results(self, results: Sequence[ProbeResult]) -> None:
         """Insert results in one transaction."""
         rows = [tuple(getattr(r, c) for c in PROBE_COLUMNS) for r in results]
         marks = ", ".join("?" * len(PROBE_COLUMNS))
         with self.lock, self.conn:
-            self.conn.executemany(f"INSERT INTO probe_results VALUES ({marks})", rows)
+            # Columns named: a migrated file has its added columns last, whatever the field order.
+            self.conn.executemany(f"INSERT INTO probe_results ({', '.join(PROBE_COLUMNS)}) VALUES ({marks})", rows)
 
     def probe_results_since(self, ts: float, probe: str | None = None) -> list[ProbeResult]:
         """Return results with `ts >= ts` (optionally of one probe), oldest first."""

@@ -12,6 +12,7 @@ from sloguard.probes.job import ProbeJob
 from sloguard.probes.stream import run_stream
 from sloguard.probes.timing import Chunk
 from sloguard.probes.workload import Prompt
+from sloguard.traces.inband import inband_record
 
 
 def error_text(obj: dict[str, Any]) -> str | None:
@@ -72,7 +73,8 @@ def _decode(data: str, chat: bool) -> Chunk:
         step = step or not (text or thought or opening)
     output, prompt = _usage(obj)
     return Chunk(content=content, reasoning=reasoning, tokens=tokens, output_tokens=output, prompt_tokens=prompt,
-                 done=bool(finish), chars=chars, step=step and not (content or reasoning), finish=finish)
+                 done=bool(finish), chars=chars, step=step and not (content or reasoning), finish=finish,
+                 record=inband_record(obj))
 
 
 def _text(value: Any) -> str:

@@ -37,6 +37,7 @@ from sloguard.probes.events import Decoder, Events
 from sloguard.probes.job import ProbeJob
 from sloguard.probes.timing import Summary
 from sloguard.probes.workload import Prompt, traceparent
+from sloguard.traces.record import record_fields
 
 log = logging.getLogger("sloguard.probes")
 
@@ -283,7 +284,7 @@ def _result(
         itl_p50_s=itl.p50_s if itl else None, itl_p99_s=itl.p99_s if itl else None,
         itl_max_s=itl.max_s if itl else None,
         prompt_tokens=summary.prompt_tokens, output_tokens=summary.output_tokens,
-        prompt_bucket=prompt.bucket, trace_id=trace_id,
+        prompt_bucket=prompt.bucket, trace_id=trace_id, **record_fields(summary.record),
         itl_counts=itl.counts if itl else (), itl_sum_s=itl.sum_s if itl else 0.0,
     )
 

@@ -23,6 +23,8 @@ from itertools import accumulate, pairwise
 from math import fsum
 from typing import NamedTuple
 
+from sloguard.traces.record import ServerRecord
+
 NS = 1e-9
 SLICE_EVENTS = 2048  # candidate events per slice of the end-of-request pass (~0.5 ms)
 # Bucket bounds (seconds) of the per-token ITL histogram; a result carries its own counts per bucket (+Inf last).
@@ -42,6 +44,7 @@ class Chunk:
     error: str | None = None
     done: bool = False  # a terminator the API defines ([DONE], finish_reason, final details)
     chars: int = 0  # generated text length, to share out a server token total over uneven chunks
+    record: ServerRecord | None = None  # the server's own timings of the request, in-band (sloguard.traces)
     step: bool = False  # a generation step without text (empty delta, finish chunk): may carry a token
     finish: str = ""  # finish_reason as sent ("stop", "length", ...), "" when none
 
@@ -76,6 +79,7 @@ class Summary:
     error: str | None = None
     done: bool = False
     token_events: int = 0  # events that carried >= 1 token (text or not)
+    record: ServerRecord | None = None
 
 
 class _Cands:
@@ -114,7 +118,7 @@ class Tally:
     """
 
     __slots__ = ("_cands", "_first_content", "_first_text", "_last_finish", "_last_step", "_n_steps", "_n_text",
-                 "_stated", "_text_chars", "done", "error", "events", "output", "prompt")
+                 "_stated", "_text_chars", "done", "error", "events", "output", "prompt", "record")
 
     def __init__(self) -> None:
         self._cands = _Cands()
@@ -126,6 +130,7 @@ class Tally:
         self.output: int | None = None
         self.prompt: int | None = None
         self.error: str | None = None
+        self.record: ServerRecord | None = None
         self.done = False
         self.events = 0
 
@@ -135,6 +140,7 @@ class Tally:
         self.output = c.output_tokens if c.output_tokens is not None else self.output
         self.prompt = c.prompt_tokens if c.prompt_tokens is not None else self.prompt
         self.error = c.error if c.error is not None else self.error
+        self.record = c.record if c.record is not None else self.record
         self.done = self.done or c.done
         if c.bearing:
             self._first_text = t_ns if self._first_text is None else self._first_text
@@ -212,7 +218,7 @@ class Tally:
 
     def _summary(self, t0_ns: int, first: int, last: int, carrying: int, itl: GapStats | None) -> Summary:
         base = Summary(output_tokens=self.output, prompt_tokens=self.prompt, error=self.error, done=self.done,
-                       token_events=carrying)
+                       token_events=carrying, record=self.record)
         if not carrying:
             return base
         ttft = None if self._first_text is None else (self._first_text - t0_ns) * NS
@@ -221,7 +227,8 @@ class Tally:
         output = self.output
         tpot = (e2e - ttft) / (output - 1) if ttft is not None and output is not None and output > 1 else None
         return Summary(ttft_s=ttft, ttfot_s=ttfot, e2e_s=e2e, tpot_s=tpot, itl=itl, output_tokens=output,
-                       prompt_tokens=self.prompt, error=self.error, done=self.done, token_events=carrying)
+                       prompt_tokens=self.prompt, error=self.error, done=self.done, token_events=carrying,
+                       record=self.record)
 
 
 def _ends(n: int, k: int = 64) -> list[int]:

@@ -12,6 +12,7 @@ from sloguard.model import ProbeResult
 from sloguard.slo.burnrate import windows_for
 
 Source = Literal["probe", "server"]
+StageSource = Literal["probe", "server", "request"]  # request: measured per request (sloguard.traces)
 BudgetSLI = Literal["goodput", "success", "objectives"]
 
 # Used only when an SLO sets neither `error_rate` nor `goodput`: 99% of requests must succeed.
@@ -181,7 +182,7 @@ class StageStatus:
     stage: str
     window: float
     segment: str
-    source: Source
+    source: StageSource
     p50: float | None
     p95: float | None
     p99: float | None

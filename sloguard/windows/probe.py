@@ -25,7 +25,11 @@ from sloguard.windows.sketch import ExactQuantiles, Sketch, merge, quantile, ske
 # Metric name -> ProbeResult field; "decode" is derived as e2e − ttft. ITL is the request's p99 gap.
 METRICS: Mapping[str, str] = {
     "ttft": "ttft_s", "ttfot": "ttfot_s", "tpot": "tpot_s", "itl": "itl_p99_s", "e2e": "e2e_s",
-    "connect": "connect_s", "decode": "",
+    "connect": "connect_s",
+    # stages measured per request from the server's own record (sloguard.traces), source="request"
+    "request_network": "network_s", "request_queue": "queue_s", "request_prefill": "prefill_s",
+    "request_decode": "server_decode_s",
+    "decode": "",  # last: the bucket ring appends the derived column after the stored ones
 }
 _COLUMN = {name: i for i, name in enumerate(METRICS)}
 _STORED = tuple(attr for attr in METRICS.values() if attr)  # raw columns; decode is computed on read
