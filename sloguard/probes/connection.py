@@ -11,11 +11,14 @@ on an idle connection close it, so the request opens a new one. Nothing is retri
 from __future__ import annotations
 
 import socket
+import time
 from typing import Any
 
 import aiohttp
 
 from sloguard.probes.arrival import reset_status
+
+SETTLE_S = 0.010  # a connection idle for less than this is not reused (its server may be about to close it)
 
 
 def closed_by_peer(transport: Any) -> bool:
@@ -39,9 +42,10 @@ class FreshConnector(aiohttp.TCPConnector):
     """TCPConnector that drops pooled connections the server closed before reusing one (no retries)."""
 
     async def connect(self, req: Any, traces: Any, timeout: Any) -> aiohttp.connector.Connection:
-        """Close idle connections to `req`'s host that the server closed, then connect as usual."""
-        for proto, _ in tuple(self._conns.get(req.connection_key, ())):
-            if proto.is_connected() and closed_by_peer(proto.transport):
+        """Close idle connections to `req`'s host that the server closed or may be closing, then connect."""
+        now = time.monotonic()  # aiohttp stamps a released connection with it (3.9: loop.time(), the same clock)
+        for proto, released in tuple(self._conns.get(req.connection_key, ())):
+            if proto.is_connected() and (now - released < SETTLE_S or closed_by_peer(proto.transport)):
                 proto.close()
         conn = await super().connect(req, traces, timeout)
         reset_status(conn.protocol)

@@ -76,15 +76,21 @@ async def _probe_n(server: ReplayServer, n: int) -> list[ProbeResult]:
         return [await PROBES["chat"](session, job(server.url), PROMPT) for _ in range(n)]
 
 
-@pytest.mark.parametrize("script", [llamacpp_chat(TEXT[:6], 0.06), vllm_chat(VLLM_TEXT, 0.06)],
+@pytest.mark.parametrize("script", [llamacpp_chat(TEXT[:6], 0.04), vllm_chat(VLLM_TEXT, 0.04)],
                          ids=lambda s: s.name)
 def test_loopback_tpot_within_1pct_and_itl_p50_within_2pct(script: Script) -> None:
+    """Through the HTTP stack against the server's own send stamps. Per request the definitions are exact
+    (the pure tests above); here a loaded machine may stall one write, so: the median of 5 requests within
+    1 % (TPOT) and 2 % (ITL p50), and every request far inside the bias fixed (-1/6 = -17 % for TPOT)."""
     server = ReplayServer(lambda _: script)
-    (r,) = asyncio.run(_probe_n(server, 1))
-    played = server.played[0]
-    assert r.ok and r.tpot_s is not None and r.itl_p50_s is not None, r.error
-    assert r.tpot_s == pytest.approx(played.truth_tpot_s(), rel=0.01)
-    assert r.itl_p50_s == pytest.approx(statistics.median(played.truth_gaps_s()), rel=0.02)
+    results = asyncio.run(_probe_n(server, 5))
+    tpot_err, itl_err = [], []
+    for r, played in zip(results, server.played, strict=True):
+        assert r.ok and r.tpot_s is not None and r.itl_p50_s is not None, r.error
+        tpot_err.append(r.tpot_s / played.truth_tpot_s() - 1)
+        itl_err.append(r.itl_p50_s / statistics.median(played.truth_gaps_s()) - 1)
+    assert abs(statistics.median(tpot_err)) <= 0.01 and abs(statistics.median(itl_err)) <= 0.02, (tpot_err, itl_err)
+    assert max(map(abs, tpot_err)) < 0.08, tpot_err
 
 
 def test_server_closing_each_keep_alive_connection_never_fails_the_next_probe() -> None:
