@@ -2,12 +2,12 @@
 
 The bytes follow the engines' own serialisers (not a capture of a live server):
 - llama.cpp `llama-server` (tools/server/server-task.cpp, `to_json_oaicompat_chat_stream` of the partial and
-  final results, ggml-org/llama.cpp 00efb3e1; nlohmann ordered JSON, compact): the first token's write is a
-  role event then its content event; a token that does not complete UTF-8 sends nothing; the end is a
-  finish chunk with an empty `delta` (reason "stop" for end-of-sequence or a stop word, "length" for
-  max_tokens), then the usage chunk carrying `timings`, then `[DONE]`. `completion_tokens` = n_decoded,
-  which counts the end-of-sequence token. cpp-httplib frames each write as one chunk (lower-case hex) and
-  answers `Keep-Alive: timeout=5, max=5`; the issue's capture saw the socket closed right after the response.
+  final results, ggml-org/llama.cpp 00efb3e1; nlohmann ordered JSON, compact), checked against the real
+  captures in tests/fixtures/streams (head, chunking and close as captured): the first token's chunk holds a
+  role event and its content event; a token that does not complete UTF-8 sends nothing; the end is one chunk
+  with a finish event with an empty `delta` (reason "stop" for end-of-sequence or a stop word, "length" for
+  max_tokens) and the usage event carrying `timings`, then `[DONE]`, then the socket is closed despite
+  `Keep-Alive: timeout=5, max=100`. `completion_tokens` = n_decoded, which counts the end-of-sequence token.
 - vLLM's OpenAI server (vllm/entrypoints/openai/serving_chat.py, vllm-project/vllm 003fe593; pydantic
   `model_dump_json(exclude_unset=True)`, uvicorn + h11 chunked framing): a role event with `content: ""`,
   then one event per engine step = one token, with `content: ""` when the token decodes to no text yet,
@@ -26,8 +26,9 @@ from itertools import pairwise
 from typing import Any
 
 CREATED, FINGERPRINT = 1764000000, "b6123-abcdef01"
-LLAMA_HEAD = (b"HTTP/1.1 200 OK\r\nAccess-Control-Allow-Origin: \r\nContent-Type: text/event-stream\r\n"
-              b"Keep-Alive: timeout=5, max=5\r\nServer: llama.cpp\r\nTransfer-Encoding: chunked\r\n\r\n")
+LLAMA_HEAD = (b"HTTP/1.1 200 OK\r\nServer: llama.cpp\r\nAccess-Control-Allow-Origin: \r\n"
+              b"X-Accel-Buffering: no\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+              b"Keep-Alive: timeout=5, max=100\r\n\r\n")
 VLLM_HEAD = (b"HTTP/1.1 200 OK\r\ndate: Mon, 24 Nov 2026 09:00:00 GMT\r\nserver: uvicorn\r\n"
              b"content-type: text/event-stream; charset=utf-8\r\ntransfer-encoding: chunked\r\n\r\n")
 DONE = b"data: [DONE]\n\n"
@@ -39,12 +40,24 @@ def sse(obj: dict[str, Any]) -> bytes:
 
 @dataclass
 class Step:
-    """One server write: after `delay_s`, these events; `token` says it carries a generated token (truth)."""
+    """One server write: after `delay_s`, these events; `token` says it carries a generated token (truth).
+
+    `chunks` groups the events into HTTP chunks (default: one chunk per event), as the server framed them.
+    """
 
     delay_s: float
     events: list[bytes]
     token: bool = True
     text: bool = True
+    chunks: list[int] | None = None  # events per chunk
+
+    def framed(self) -> bytes:
+        sizes = self.chunks or [1] * len(self.events)
+        out, i = [], 0
+        for n in sizes:
+            out.append(chunked(b"".join(self.events[i : i + n])))
+            i += n
+        return b"".join(out)
 
 
 @dataclass
@@ -75,21 +88,26 @@ def llamacpp_chat(texts: Sequence[str], gap_s: float, finish: str = "stop", firs
     finish "stop": the end-of-sequence token is sampled one step after the last text and counted in usage.
     """
     steps: list[Step] = []
+    role = _llama_delta({"role": "assistant", "content": None})
     for i, text in enumerate(texts):  # a held-back token ("") sends nothing: the next text event carries it
-        events = [_llama_delta({"role": "assistant", "content": None})] if i == 0 and text else []
+        events = [role] if i == 0 and text else []
         if text:
             events.append(_llama_delta({"content": text}))
-        steps.append(Step(first_s if i == 0 else gap_s, events, token=bool(text), text=bool(text)))
+        steps.append(Step(first_s if i == 0 else gap_s, events, token=bool(text), text=bool(text),
+                          chunks=[len(events)]))
     n = len(texts) + (1 if finish == "stop" else 0)
     timings = {"cache_n": 0, "prompt_n": prompt, "prompt_ms": 7.5, "prompt_per_token_ms": 0.68,
                "prompt_per_second": 1466.7, "predicted_n": n, "predicted_ms": n * gap_s * 1e3,
                "predicted_per_token_ms": gap_s * 1e3, "predicted_per_second": 1 / gap_s}
     usage = {"completion_tokens": n, "prompt_tokens": prompt, "total_tokens": n + prompt}
     end = [_llama_delta({}, finish), sse(_llama_chunk([], usage=usage, timings=timings)), DONE]
-    if finish == "stop":  # the EOS step: nothing but the finish chunk carries it
-        steps.append(Step(first_s if not texts else gap_s, end, token=True, text=False))
+    if not texts:  # the first token is EOS: its partial result still sends the role event (captured)
+        steps.append(Step(first_s, [role], token=False, text=False))
+    if finish == "stop":  # the EOS step: nothing but the finish event carries it
+        steps.append(Step(gap_s if texts else 0.0001, end, token=True, text=False, chunks=[2, 1]))
     else:  # max_tokens: the final result follows the last token at once
         steps[-1].events.extend(end)
+        steps[-1].chunks = [*(steps[-1].chunks or []), 2, 1]
     return Script(LLAMA_HEAD, steps, n, close_after=True, name=f"llama.cpp {finish}")
 
 
@@ -182,7 +200,7 @@ class ReplayServer:
                 for step in script.steps:
                     await asyncio.sleep(step.delay_s)
                     played.sent_ns.append(time.perf_counter_ns())
-                    writer.write(b"".join(chunked(e) for e in step.events))
+                    writer.write(step.framed())
                     await writer.drain()
                 writer.write(b"0\r\n\r\n")
                 await writer.drain()
