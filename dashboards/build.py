@@ -209,9 +209,10 @@ GPU_SERVING = Dashboard("sloguard-gpu-serving", "sloguard / GPU and serving heal
           "{{source}} {{target}}"),), width=8),
     Panel("Probe last success age", "timeseries", (Query("sloguard_probe_last_success_age_seconds",
           "{{probe}}"),), width=12),
-    Panel("sloguard config and build", "table", (
+    Panel("sloguard config, build and state store", "table", (
           Query("sloguard_config_last_reload_successful", "config reload ok"),
-          Query("sloguard_build_info", "{{version}}")), "none", width=12),
+          Query("sloguard_build_info", "{{version}}"),
+          Query("sloguard_store_up", "state store up (0: degraded, in memory)")), "none", width=12),
     _row("GPU health"),
     Panel("GPU health problems", "table", (Query(
           "sloguard_gpu_health_problem * on (uuid) group_left (index) sloguard_gpu_info == 1",

@@ -37,6 +37,8 @@ class Endpoints:
     reload: Callable[[], Awaitable[bool]]
     ready: Callable[[], bool]
     json_providers: dict[str, JSONProvider] = field(default_factory=dict)
+    # Why the daemon runs degraded ("" when it does not): /-/ready stays 200 and says so (see README).
+    degraded: Callable[[], str] = field(default=lambda: "")
     query_providers: dict[str, QueryProvider] = field(default_factory=dict)  # paginated ones (/debug/probes)
 
 
@@ -73,7 +75,9 @@ class _Handlers:
 
     async def ready(self, _: web.Request) -> web.Response:
         if self.ep.ready():
-            return web.Response(text="sloguard is ready.\n")
+            degraded = self.ep.degraded()
+            return web.Response(text=f"sloguard is ready (degraded: {degraded}).\n" if degraded
+                                else "sloguard is ready.\n")
         return web.Response(status=503, text="sloguard is not ready: first evaluation pending.\n")
 
     async def reload(self, _: web.Request) -> web.Response:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from prometheus_client.metrics_core import (
@@ -69,6 +69,7 @@ class ProbeMetrics:
         self._configured: frozenset[str] | None = None  # None until expect(): accept every probe
         self._overhead: float | None = None
         self._stall: float | None = None
+        self._first: dict[str, float] = {}  # probe -> first request known (restored), the age's origin
 
     def expect(self, probes: Iterable[str]) -> None:
         """Declare the configured probes (replacing the previous set, e.g. on reload).
@@ -86,6 +87,20 @@ class ProbeMetrics:
         for kind, counts in self._tokens.items():
             self._tokens[kind] = {k: n for k, n in counts.items() if k[0] in keep}
         self._last_success = {p: t for p, t in self._last_success.items() if p in keep}
+
+    def restore(self, baselines: Mapping[str, tuple[float, float | None]]) -> None:
+        """Adopt what the store knows from before a restart: {probe: (first request ts, last success end)}.
+
+        The last-success age then continues across a restart instead of restarting at 0 (which resolved
+        and re-fired a staleness alert on every restart); a probe that never succeeded ages from its first
+        recorded request, not from this process's start.
+        """
+        for probe, (first, last) in baselines.items():
+            if self._configured is not None and probe not in self._configured:
+                continue
+            self._first[probe] = min(first, self._first.get(probe, first))
+            if last is not None:
+                self._last_success[probe] = max(last, self._last_success.get(probe, last))
 
     def set_overhead(self, seconds: float, stall: float | None = None) -> None:
         """Record the probe process's measured timing overhead and longest loop stall (ProbeWorker)."""
@@ -172,13 +187,15 @@ class ProbeMetrics:
         ts = GaugeMetricFamily("sloguard_probe_last_success_timestamp_seconds",
                                "Unix time of the probe's last successful request.", labels=("probe",))
         age = GaugeMetricFamily("sloguard_probe_last_success_age_seconds",
-                                "Seconds since the last success, or since the daemon start if none; "
+                                "Seconds since the last success, or since the probe's first recorded request "
+                                "(else the daemon start) if none; kept across restarts from the store; "
                                 "computed at evaluation time.", labels=("probe",))
         for probe in sorted(self._probes):
             last = self._last_success.get(probe)
             if last is not None:
                 ts.add_metric([probe], last)
-            age.add_metric([probe], max(0.0, now - (last if last is not None else self._start)))
+            origin = last if last is not None else min(self._start, self._first.get(probe, self._start))
+            age.add_metric([probe], max(0.0, now - origin))
         return [ts, age]
 
 

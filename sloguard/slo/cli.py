@@ -7,10 +7,10 @@ import dataclasses
 import json
 import sys
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 from sloguard.clock import FakeClock
+from sloguard.config.files import read_text
 from sloguard.config.load import ConfigError, load_config
 from sloguard.model import ProbeResult
 from sloguard.slo.engine import SLOEngine
@@ -51,7 +51,7 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     try:
         cfg = load_config(args.config)
-        text = sys.stdin.read() if args.results == "-" else Path(args.results).read_text(encoding="utf-8")
+        text = sys.stdin.read() if args.results == "-" else read_text(args.results, limit=1 << 31)
         results = list(read_results(text.splitlines()))
     except (ConfigError, OSError, ValueError) as exc:
         print(f"sloguard evaluate: {exc}", file=sys.stderr)
