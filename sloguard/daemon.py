@@ -112,7 +112,8 @@ class Daemon:
             "slos": lambda: self.slo.api_json(self.statuses),
             "probes": self.probes.history.snapshot,
             "alerts": self.alerting.debug_json,
-        }, degraded=self.persist.degraded)
+        }, degraded=self.persist.degraded,
+            query_providers={"probes": lambda query: self.probes.history.page(query)})
         self.statuses: list[Any] = []
         self.http, self.port = await start_server(ep, web_config, self.listen_override or cfg.listen)
         for coro in (self._loop(self.cfg.evaluation_interval, self.evaluate, first=0.5),

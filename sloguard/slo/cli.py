@@ -22,7 +22,8 @@ _FIELDS = {f.name for f in dataclasses.fields(ProbeResult)}
 
 def _result(row: dict[str, Any]) -> ProbeResult:
     values = {k: v for k, v in row.items() if k in _FIELDS}
-    values["itls_s"] = tuple(values.get("itls_s", ()))
+    if "itl_counts" in values:
+        values["itl_counts"] = tuple(values["itl_counts"])
     return ProbeResult(**values)
 
 
