@@ -95,7 +95,8 @@ class Daemon:
             "slos": lambda: self.slo.api_json(self.statuses),
             "probes": lambda: self.probes.history.snapshot(),
             "alerts": lambda: self.alerting.debug_json(),
-        }, degraded=self.persist.degraded)
+        }, degraded=self.persist.degraded,
+            query_providers={"probes": lambda query: self.probes.history.page(query)})
         self.http, self.port = await start_server(ep, web_config, self.listen_override or cfg.listen)
         slos = slos_from_config(cfg)
         self.slo = SLOEngine(slos, self.clock)

@@ -31,7 +31,8 @@ def _result(row: Any) -> ProbeResult:
     if missing:
         raise ValueError(f"missing key(s) {', '.join(missing)}: expected lines of `sloguard probe --json`")
     values = {k: v for k, v in row.items() if k in _FIELDS}
-    values["itls_s"] = tuple(values.get("itls_s") or ())
+    if "itl_counts" in values:
+        values["itl_counts"] = tuple(values["itl_counts"])
     return ProbeResult(**values)
 
 

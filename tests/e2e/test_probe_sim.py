@@ -69,7 +69,7 @@ probes: [{{name: chat, target: sim, api: chat, max_tokens: 4, prompts: [{{tokens
         row["ttft_s"], server["first_token_s"], decode_step)
     assert row["output_tokens"] == server["output_tokens"]
     assert row["prompt_tokens"] == server["prompt_tokens"]
-    assert "itls_s" not in row and len(row["trace_id"]) == 32
+    assert "itl_counts" not in row and len(row["trace_id"]) == 32
 
 
 def _drain_until(worker: ProbeWorker, want: int, deadline_s: float) -> list[Any]:
