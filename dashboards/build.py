@@ -100,7 +100,7 @@ SLO_OVERVIEW = Dashboard("sloguard-slo-overview", "sloguard / SLO overview",
           "{{slo}}"),), "percentunit", width=6, height=5,
           description="Share of the error budget left over the SLO window; negative when overspent."),
     Panel("Probe success ratio", "stat", (Query(
-          'sum by (target) (rate(sloguard_probe_requests_total{target=~"$target",outcome="success"}'
+          'sum by (target) (rate(sloguard_probe_requests_total{target=~"$target",outcome=~"success|empty"}'
           f'[{PROBE_WINDOW}])) / sum by (target) (rate(sloguard_probe_requests_total{{target=~"$target"}}'
           f'[{PROBE_WINDOW}]))', "{{target}}"),), "percentunit", width=6, height=5),
     Panel("Firing alerts", "stat", (Query('count by (alertname) (sloguard_alerts{alertstate="firing"} > 0)',
@@ -123,7 +123,7 @@ SLO_OVERVIEW = Dashboard("sloguard-slo-overview", "sloguard / SLO overview",
           f"sum by (slo, good) (rate(sloguard_slo_requests_total{{{SEL_SLO}}}[{PROBE_WINDOW}]))",
           "{{slo}} good={{good}}"),), "reqps"),
     Panel("Probe errors by outcome", "timeseries", (Query(
-          'sum by (target, outcome) (rate(sloguard_probe_requests_total{target=~"$target",outcome!="success"}'
+          'sum by (target, outcome) (rate(sloguard_probe_requests_total{target=~"$target",outcome!~"success|empty"}'
           f"[{PROBE_WINDOW}])) > 0", "{{target}} {{outcome}}"),), "reqps", requires="fault"),
 ))
 
