@@ -29,7 +29,7 @@ from sloguard.exporter.selfmetrics import SelfState, self_families
 from sloguard.exporter.server import Endpoints, start_server
 from sloguard.exporter.snapshot import Snapshot
 from sloguard.exporter.webconfig import load_web_config
-from sloguard.guard.server import GuardSignals
+from sloguard.guardrails.server import GuardSignals
 from sloguard.log import setup_logging
 from sloguard.model import Sample, ServerView
 from sloguard.notify import Notifier

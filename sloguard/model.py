@@ -10,7 +10,7 @@ from typing import Literal
 HistogramSignal = Literal["ttft", "itl", "tpot", "e2e", "queue", "prefill", "decode", "inference"]
 GaugeSignal = Literal[
     "requests_running", "requests_waiting", "kv_cache_usage_ratio",
-    # speculative decoding where an engine reports it as a gauge (SGLang, TensorRT-LLM): sloguard.guard
+    # speculative decoding where an engine reports it as a gauge (SGLang, TensorRT-LLM): sloguard.guardrails
     "spec_acceptance_ratio", "spec_acceptance_length",
 ]
 CounterSignal = Literal[

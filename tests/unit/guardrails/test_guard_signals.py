@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sloguard.config.spec import Config
-from sloguard.guard import signals
-from sloguard.guard.server import GuardSignals
+from sloguard.guardrails import signals
+from sloguard.guardrails.server import GuardSignals
 from sloguard.model import ModelView, Sample, ServerView
 from sloguard.windows.server import ServerWindows
 

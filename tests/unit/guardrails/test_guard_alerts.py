@@ -13,7 +13,7 @@ from sloguard.alerts import engine
 from sloguard.alerts.engine import Alert
 from sloguard.alerts.rules import rules_from_config
 from sloguard.config.spec import Config
-from sloguard.guard.alerts import GUARDRAIL_ALERTS
+from sloguard.guardrails.alerts import GUARDRAIL_ALERTS
 from sloguard.model import Sample
 from sloguard.rulegen.prometheus import ALERTS, generate
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sloguard.config.guard import GuardBase
 from sloguard.config.spec import Config
 from sloguard.config.units import format_duration
-from sloguard.guard.server import limit
+from sloguard.guardrails.server import limit
 
 VALUE = "sloguard_guardrail_value"
 EVIDENCE = "sloguard_guardrail_evidence"

@@ -27,7 +27,7 @@ from sloguard.config.guard import (
 )
 from sloguard.config.spec import Config
 from sloguard.config.units import format_duration
-from sloguard.guard import signals
+from sloguard.guardrails import signals
 from sloguard.model import Sample, ServerView
 
 WINDOWS = (60.0, 300.0)  # as the other sloguard_server_* rates
