@@ -188,6 +188,7 @@ class Daemon:
         self.snapshot.put("slo", self.slo.families(self.statuses))
         self.snapshot.put("server", self.server_windows.families(now))
         self.snapshot.put("probes", self.probes.metrics.families(now))
+        self.snapshot.put("checks", self.probes.checks.families())
         self.snapshot.put("traces", self.records.families())
         self.snapshot.put("store", self.persist.families())  # before the rules: SloguardStoreDown reads it
         gpu = [Sample(s.name, s.labels, s.value) for fam in self.snapshot.families()

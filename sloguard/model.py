@@ -93,6 +93,12 @@ class ProbeResult:
     queue_s: float | None = None
     prefill_s: float | None = None
     server_decode_s: float | None = None
+    # Guardrail checks (sloguard.guardrails): "" for a latency probe, else the check kind ("abort", "oversized_prompt"),
+    # its outcome (released, leaked, rejected, truncated, ...) and what it measured: seconds from the client's
+    # disconnect to the engine releasing the request, or from sending the oversized prompt to the answer.
+    check_kind: str = ""
+    check_outcome: str = ""
+    check_s: float | None = None
     # Live only (never stored, kept last): this request's per-token ITL gaps counted per histogram bucket
     # (sloguard.probes.timing.ITL_BUCKETS, +Inf last) and their sum; bounded whatever the stream's length.
     itl_counts: tuple[int, ...] = ()

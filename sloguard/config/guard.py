@@ -23,7 +23,7 @@ class GuardBase(BaseModel):
 
     window: GuardWindow = Field(default=300.0, description="the window the signal is computed over")
     for_: Duration = Field(default=600.0, ge=0, alias="for", description="how long the breach must last")
-    severity: Severity = "warning"
+    severity: Severity = Field(default="warning", description="the alert's severity label (notifier routing)")
     labels: dict[str, str] = Field(default_factory=dict, description="extra alert labels, e.g. owner: team")
 
 
@@ -56,10 +56,14 @@ class IdleGpuDeepQueueGuard(_Contradiction):
 class GuardrailsSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    prefix_cache_hit_ratio: PrefixCacheGuard | None = None
-    spec_decode_acceptance: SpecDecodeGuard | None = None
-    busy_gpu_empty_queue: BusyGpuEmptyQueueGuard | None = None
-    idle_gpu_deep_queue: IdleGpuDeepQueueGuard | None = None
+    prefix_cache_hit_ratio: PrefixCacheGuard | None = Field(
+        default=None, description="alert when the prefix-cache hit ratio stays low ({} = below 0.6 for 10m)")
+    spec_decode_acceptance: SpecDecodeGuard | None = Field(
+        default=None, description="alert when speculative-decoding acceptance stays low ({} = below 0.5 for 10m)")
+    busy_gpu_empty_queue: BusyGpuEmptyQueueGuard | None = Field(
+        default=None, description="alert when the GPU is busy while nothing waits (batching misconfiguration)")
+    idle_gpu_deep_queue: IdleGpuDeepQueueGuard | None = Field(
+        default=None, description="alert when the GPU idles while requests wait (a stuck scheduler)")
 
     def enabled(self) -> dict[str, GuardBase]:
         """Return the configured guardrails by name."""
@@ -67,3 +71,31 @@ class GuardrailsSpec(BaseModel):
 
 
 GUARDRAILS = ("prefix_cache_hit_ratio", "spec_decode_acceptance", "busy_gpu_empty_queue", "idle_gpu_deep_queue")
+
+
+# Guardrail probe kinds (`probes[].kind`), with the defaults that differ from a latency probe's.
+CheckKind = Literal["latency", "abort", "oversized_prompt"]
+CHECK_DEFAULTS: dict[str, dict[str, object]] = {
+    # a long generation that ignores EOS, so a request that is not cancelled keeps its slot for seconds
+    "abort": {"max_tokens": 4096, "ignore_eos": True, "within": "2s"},
+    "oversized_prompt": {"max_tokens": 16, "within": "1s"},
+}
+CHECK_APIS = ("chat", "completions")
+CHECK_ONLY_KEYS = ("within", "context_length")
+
+
+def check_defaults(data: object) -> object:
+    """Fill a probe entry's kind-specific defaults (before validation); other keys are left as written."""
+    if isinstance(data, dict) and data.get("kind") in CHECK_DEFAULTS:
+        return {**CHECK_DEFAULTS[str(data["kind"])], **data}
+    return data
+
+
+def check_errors(kind: str, api: str, values: dict[str, object]) -> list[str]:
+    """Return why a probe entry's kind and keys do not go together (empty when they do); None = not set."""
+    if kind == "latency":
+        return [f"{k}: only for kind abort or oversized_prompt" for k in CHECK_ONLY_KEYS if values.get(k) is not None]
+    out = [] if api in CHECK_APIS else [f"api: kind {kind} sends OpenAI requests: use chat or completions"]
+    if kind == "abort" and values.get("context_length") is not None:
+        out.append("context_length: only for kind oversized_prompt")
+    return out

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from sloguard.config.guard import GuardrailsSpec
+from sloguard.config.guard import CheckKind, GuardrailsSpec, check_defaults, check_errors
 from sloguard.config.units import Duration
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}$")]
@@ -101,6 +101,24 @@ class ProbeSpec(Strict):
         default=None, gt=0, le=100_000,
         description="SSE events one response may send before it fails as an event flood (default 4 x max_tokens + 64)",
     )
+    kind: CheckKind = Field(default="latency", description="latency (a measured request), or a guardrail check: "
+                            "abort (does a client disconnect free the slot?) or oversized_prompt (a fast 4xx?)")
+    within: PositiveDuration | None = Field(default=None, description="abort: how long a disconnected request may "
+                                            "keep generating (2s); oversized_prompt: how long the 4xx may take (1s)")
+    context_length: int | None = Field(default=None, gt=0, description="oversized_prompt: the served context "
+                                       "length in tokens (default: read from /v1/models, /props or /info)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_defaults(cls, data: Any) -> Any:
+        return check_defaults(data)
+
+    @model_validator(mode="after")
+    def _kind_keys(self) -> ProbeSpec:
+        errors = check_errors(self.kind, self.api, {"within": self.within, "context_length": self.context_length})
+        if errors:
+            raise ValueError("; ".join(errors))
+        return self
 
 
 class ProbeSettings(Strict):

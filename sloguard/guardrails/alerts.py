@@ -89,3 +89,39 @@ def _rule(target: str, name: str, guard: GuardBase) -> GuardRule:
 def guardrail_rules(cfg: Config) -> list[GuardRule]:
     """Return the alert of every guardrail enabled on a target, in config order."""
     return [_rule(t.name, name, guard) for t in cfg.targets for name, guard in t.guardrails.enabled().items()]
+
+
+CHECK_METRIC = "sloguard_check_consecutive_failures"
+FAIL_AFTER = 2  # failed verdicts in a row before a check alert fires: one busy moment is not a leak
+CHECK_ALERTS: Mapping[str, Kind] = {
+    "abort": Kind(
+        "SloguardAbortNotPropagated", ">=", "GPU slots leak on client disconnect", "abort checks",
+        "A client that went away did not stop its generation: its batch slot and KV cache stay busy until "
+        "max_tokens (one seed's incident: 3 s of generation nobody read), so disconnect storms exhaust capacity. "
+        "Check whatever sits between client and engine (a gateway or proxy that keeps the upstream stream open, "
+        "e.g. nginx proxy_ignore_client_abort), the engine version's abort path (vLLM logs 'Aborted request'), "
+        "and sloguard_check_seconds for how long the slot was held."),
+    "oversized_prompt": Kind(
+        "SloguardOversizedPromptMishandled", ">=", "prompts over the context length are mishandled",
+        "oversized-prompt checks",
+        "A prompt over the context length was accepted, silently truncated, left hanging, failed with a 5xx or "
+        "rejected slowly, instead of a fast 4xx: clients get wrong answers or wait for nothing. Compare the "
+        "gateway's limits with the engine's (vLLM --max-model-len, llama.cpp --ctx-size, TGI --max-input-tokens), "
+        "turn off silent truncation (truncate_prompt_tokens), and make sure validation runs before queueing."),
+}
+
+
+def check_rules(cfg: Config) -> list[GuardRule]:
+    """Return the built-in alert of every configured guardrail check probe (abort, oversized_prompt)."""
+    out = []
+    for p in cfg.probes:
+        kind = CHECK_ALERTS.get(p.kind)
+        if kind is None:
+            continue
+        sel = f"{{check={json.dumps(p.kind)},probe={json.dumps(p.name)}}}"
+        summary = (f"{kind.what}: {{{{ $labels.target }}}} failed {{{{ $value }}}} {kind.evidence} in a row "
+                   f"(probe {p.name})")
+        out.append(GuardRule(kind.alert, f"{CHECK_METRIC}{sel} {kind.op} {FAIL_AFTER}", 0.0,
+                             {"severity": "warning", "check": p.kind},
+                             {"summary": summary, "description": kind.runbook}, f"{kind.alert}:{p.name}"))
+    return out

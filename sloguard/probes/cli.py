@@ -30,7 +30,8 @@ COLUMNS: tuple[tuple[str, str, float, str], ...] = (
     ("TTFOT_MS", "ttfot_s", 1e3, ".1f"), ("TPOT_MS", "tpot_s", 1e3, ".2f"), ("E2E_MS", "e2e_s", 1e3, ".1f"),
     ("ITL_P50_MS", "itl_p50_s", 1e3, ".2f"), ("ITL_P99_MS", "itl_p99_s", 1e3, ".2f"),
     ("PROMPT_TOK", "prompt_tokens", 1, "s"), ("OUT_TOK", "output_tokens", 1, "s"),
-    ("BUCKET", "prompt_bucket", 1, "s"), ("ERROR", "error", 1, "s"),
+    ("BUCKET", "prompt_bucket", 1, "s"), ("CHECK", "check_outcome", 1, "s"), ("CHECK_MS", "check_s", 1e3, ".1f"),
+    ("ERROR", "error", 1, "s"),
 )
 
 

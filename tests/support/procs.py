@@ -141,6 +141,19 @@ def _port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def sim_target(sim: Proc, extra: str = "") -> str:
+    """Return the `targets:` entry `sim` of a running simulator (1 s scrapes), with `extra` lines appended."""
+    return f"""\
+  - name: sim
+    engine: vllm
+    metrics_url: {sim.url}/metrics
+    api_url: {sim.url}
+    model: sim-llama-3-8b
+    scrape_interval: 1s
+    scrape_timeout: 900ms
+{extra}"""
+
+
 def sim_config(sim: Proc, port: int, state_dir: Path, probe_interval: str = "1s", eval_interval: str = "1s",
                extra: str = "") -> str:
     """Return a short-interval daemon config against a running simulator."""
@@ -150,14 +163,7 @@ listen: "127.0.0.1:{port}"
 state_dir: "{state_dir}"
 evaluation_interval: {eval_interval}
 targets:
-  - name: sim
-    engine: vllm
-    metrics_url: {sim.url}/metrics
-    api_url: {sim.url}
-    model: sim-llama-3-8b
-    scrape_interval: 1s
-    scrape_timeout: 900ms
-probes:
+{sim_target(sim)}probes:
   - name: sim-chat
     target: sim
     api: chat
