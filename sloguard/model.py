@@ -80,3 +80,4 @@ class ProbeResult:
     prompt_bucket: str = ""
     trace_id: str = ""
     itls_s: tuple[float, ...] = ()
+    elapsed_s: float | None = None  # t0 to when the request ended (success, timeout, reset or error)

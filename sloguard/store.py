@@ -20,6 +20,14 @@ CREATE INDEX IF NOT EXISTS probe_results_ts ON probe_results (ts);
 """
 
 
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Add the columns of ProbeResult fields newer than the table (old rows read them as NULL = None)."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(probe_results)")}
+    for column in PROBE_COLUMNS:
+        if column not in have:
+            conn.execute(f"ALTER TABLE probe_results ADD COLUMN {column}")
+
+
 class Store:
     """One SQLite file in WAL mode; writes serialised by a lock, so one Store is safe across threads."""
 
@@ -34,13 +42,15 @@ class Store:
         self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
         with self.lock:
             self.conn.executescript(_SCHEMA)
+            with self.conn:
+                _migrate(self.conn)
 
     def add_probe_results(self, results: Sequence[ProbeResult]) -> None:
         """Insert results in one transaction."""
         rows = [tuple(getattr(r, c) for c in PROBE_COLUMNS) for r in results]
         marks = ", ".join("?" * len(PROBE_COLUMNS))
         with self.lock, self.conn:
-            self.conn.executemany(f"INSERT INTO probe_results VALUES ({marks})", rows)
+            self.conn.executemany(f"INSERT INTO probe_results ({', '.join(PROBE_COLUMNS)}) VALUES ({marks})", rows)
 
     def probe_results_since(self, ts: float, probe: str | None = None) -> list[ProbeResult]:
         """Return results with `ts >= ts` (optionally of one probe), oldest first."""
@@ -80,10 +90,7 @@ class Store:
             self.conn.close()
 
 
-_OK = PROBE_COLUMNS.index("ok")
-if tuple(f.name for f in fields(ProbeResult))[-1] != "itls_s":  # _result builds ProbeResults positionally
-    raise ImportError("ProbeResult.itls_s must stay the last field")
-
-
 def _result(row: Sequence[Any]) -> ProbeResult:
-    return ProbeResult(*row[:_OK], bool(row[_OK]), *row[_OK + 1 :])  # type: ignore[call-arg]
+    values = dict(zip(PROBE_COLUMNS, row, strict=True))
+    values["ok"] = bool(values["ok"])
+    return ProbeResult(**values)

@@ -153,8 +153,9 @@ async def run_stream(
         headers["Authorization"] = f"Bearer {job.api_key}"
     events = Events(decode)
     f = await fetch(session, url, body, headers, job.timeout, events.feed)
+    ran = (time.perf_counter_ns() - f.stamps.t0_ns) * 1e-9  # until the request ended, however it ended
     _warn_if_unstamped(f.late)
-    return _result(job, prompt, trace_id, f.ts, f.status, f.stamps, events, done_on_eof, f.error)
+    return _result(job, prompt, trace_id, f.ts, f.status, f.stamps, events, done_on_eof, f.error, ran)
 
 
 _warned_late = False
@@ -211,9 +212,9 @@ def assemble(
 
 def _result(
     job: ProbeJob, prompt: Prompt, trace_id: str, ts: float, status: int | None, stamps: Stamps,
-    events: Events, done_on_eof: bool, error: str | None,
+    events: Events, done_on_eof: bool, error: str | None, elapsed_s: float | None = None,
 ) -> ProbeResult:
-    """Apply §4 to decoded events and build the ProbeResult."""
+    """Apply §4 to decoded events and build the ProbeResult; a failed one keeps every timing it reached."""
     summary = summarize(stamps.t0_ns, events.events)
     if error is None:
         error = _stream_error(summary, events.unfinished, done_on_eof)
@@ -227,7 +228,7 @@ def _result(
         itl_p99_s=percentile(itls, 0.99) if itls else None,
         itl_max_s=itls[-1] if itls else None,
         prompt_tokens=summary.prompt_tokens, output_tokens=summary.output_tokens,
-        prompt_bucket=prompt.bucket, trace_id=trace_id, itls_s=summary.itls_s,
+        prompt_bucket=prompt.bucket, trace_id=trace_id, itls_s=summary.itls_s, elapsed_s=elapsed_s,
     )
 
 

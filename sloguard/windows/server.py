@@ -80,6 +80,18 @@ class ServerWindows:
         ]
         return merge(found)
 
+    def span(self, target: str, signal: str, window: float, now: float) -> float:
+        """Return the seconds of the window a target's signal was scraped over (the longest model's; 0 if none)."""
+        spans = [found[1] for (t, _, s), win in self._hist.items()
+                 if t == target and s == signal and (found := win.over_span(window, now)) is not None]
+        return max(spans, default=0.0)
+
+    def finished(self, target: str, reasons: frozenset[str], window: float, now: float) -> float:
+        """Return the requests a target finished with one of `reasons` in the window (0 where not reported)."""
+        names = {f"finished:{r}" for r in reasons}
+        return sum(found[0].count for (t, _, n), win in self._count.items()
+                   if t == target and n in names and (found := win.over_span(window, now)) is not None)
+
     def reconfigure(self, targets: Collection[str], max_age: float, now: float) -> None:
         """Apply a reload: forget removed targets and series silent for max_age, adopt the new horizon."""
         self.max_age = max_age

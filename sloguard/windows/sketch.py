@@ -130,9 +130,12 @@ class ExactQuantiles:
 
 def quantile(sketch: Sketch, q: float) -> float | None:
     """Return the value of rank q·(n−1) within 1% relative error; None for an empty sketch."""
-    if sketch.keys.size == 0:
+    return None if sketch.keys.size == 0 else at_rank(sketch, q * (sketch.count - 1))
+
+
+def at_rank(sketch: Sketch, rank: float) -> float | None:
+    """Return the value of a rank (0 = smallest) within 1% relative error; None beyond the sketch's count."""
+    if sketch.keys.size == 0 or rank > sketch.count - 1:
         return None
-    cumulative = np.cumsum(sketch.counts)
-    rank = q * (int(cumulative[-1]) - 1)
-    idx = int(np.searchsorted(cumulative, rank, side="right"))
+    idx = int(np.searchsorted(np.cumsum(sketch.counts), rank, side="right"))
     return float(_MAPPING.value(int(sketch.keys[min(idx, sketch.keys.size - 1)])))
