@@ -45,7 +45,21 @@ def _cmd_check(args: argparse.Namespace) -> int:
         return 2
     print(f"{args.config}: ok ({len(cfg.targets)} targets, {len(cfg.probes)} probes, {len(cfg.slos)} SLOs, "
           f"{len(cfg.alerts)} alerts, {len(cfg.notifiers)} notifiers)")
+    _print_detection(cfg)
     return 0
+
+
+def _print_detection(cfg: object) -> None:
+    """Print what each SLO's burn alerts can detect at the configured probe rate, and warnings to stderr."""
+    from sloguard.config.spec import Config
+    from sloguard.slo.detection import report
+
+    assert isinstance(cfg, Config)
+    lines, warnings = report(cfg)
+    for line in lines:
+        print(line)
+    for line in warnings:
+        print(line, file=sys.stderr)
 
 
 def _cmd_config(args: argparse.Namespace) -> int:

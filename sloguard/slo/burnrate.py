@@ -176,10 +176,10 @@ class BurnRule:
         """Return seconds from the start of a sustained `burn` (after a bad-free window) to the expected firing.
 
         The long window's burn grows as burn × t / long, its bad count as burn × p0 × rate × t and the short
-        window's burn as burn × min(t, short) / short; None when the burn never crosses (burn ≤ factor).
+        window's burn as burn × min(t, short) / short; None below the factor (at it: the long window, on average).
         """
         f, w = self.window.factor, self.window
-        if burn <= f or self.min_bad is None or not self.expected_long:
+        if burn < f or self.min_bad is None or not self.expected_long:
             return None
         t_count = self.min_bad * w.long / (burn * self.allowed * self.expected_long)
         return max(f * w.long / burn, f * w.short / burn, t_count)

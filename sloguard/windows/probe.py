@@ -81,6 +81,14 @@ def _failed_value(metric: str, value: float | None, result: ProbeResult, ran: fl
     return None if result.ttft_s is None else censored(value or 0.0)
 
 
+def censored_metrics(result: ProbeResult) -> dict[str, float]:
+    """Return metric -> lower bound (seconds) for each metric a failed request is censored in (ok: none)."""
+    if result.ok:
+        return {}
+    stored = dict(zip(_STORED_METRICS, encode(result), strict=True))
+    return {m: -v - 1.0 for m, v in stored.items() if v is not None and v < 0}
+
+
 def encode(result: ProbeResult) -> tuple[float | None, ...]:
     """Return the stored metric values of one request: exact, None (undefined) or censored (negative)."""
     values = _READ(result)

@@ -100,6 +100,8 @@ def test_smallest_burn_and_time_to_fire() -> None:
     page = plan(D, 0.99, 1 / 15)[0]  # 5m/1m at 14.4x, 20 probes per long window
     assert page.min_bad is not None
     assert page.smallest_burn() == pytest.approx(max(14.4, page.min_bad / (20 * 0.01)))
-    assert page.time_to_fire(14.4) is None  # exactly at the factor: never crosses in expectation
+    # at the factor: after one long window on average, unless k_min bad requests take longer to arrive
+    assert page.time_to_fire(14.4) == pytest.approx(max(300.0, page.min_bad * 300 / (14.4 * 0.01 * 20)))
+    assert page.time_to_fire(14.0) is None
     t = page.time_to_fire(30.0)
     assert t == pytest.approx(max(14.4 * 300 / 30, page.min_bad * 300 / (30 * 0.01 * 20)))
