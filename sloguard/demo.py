@@ -104,24 +104,56 @@ def _at(items: list[dict[str, Any]], window: str) -> list[dict[str, Any]]:
     return [i for i in items if i.get("window") == window and not i.get("segment")]
 
 
+_EVENT = {"ttft": "the first token", "ttfot": "the first output token", "e2e": "the end", "tpot": "the end",
+          "itl": "the end", "decode": "the end"}
+
+
+def _objective_line(o: dict[str, Any]) -> str:
+    ok = o.get("compliant")
+    mark = "no data" if ok is None else ("OK" if ok else "BREACH")
+    value = ("≥ " if o.get("censored") else "") + _fmt(o.get("value"))
+    line = f"  {mark:8} p{o.get('percentile'):g} {o.get('metric'):5} {value:>9}  (objective {_fmt(o.get('threshold'))})"
+    if o.get("censored"):
+        line += (f": {o.get('censored_count')} of {o.get('count')} ended before "
+                 f"{_EVENT.get(str(o.get('metric')), 'the event')}")
+    return line
+
+
+def _budget_line(b: dict[str, Any], window: str) -> str:
+    """Say what pages and why: budget left over the SLO window, coverage, the fastest page row's state."""
+    name = b.get("sli", "") + (f" ({b['metric']} p{float(b['quantile']) * 100:g})" if b.get("metric") else "")
+    left = "no data" if b.get("remaining") is None else f"{b['remaining']:.1%} of the {window} budget left"
+    covered = f"{_dur(b.get('covered') or 0.0)} of data"
+    rows = [r for r in b.get("rows", []) if r.get("meaning") != "never"]
+    row = next((r for r in rows if r.get("fires")), next((r for r in rows if r["severity"] == "page"), None))
+    if row is None:
+        return f"  {name} budget: {left} ({covered}); no burn alert can fire"
+    burn = row.get("burn_long")
+    state = "PAGING" if row.get("fires") and row["severity"] == "page" else (
+        "TICKET" if row.get("fires") else "quiet")
+    return (f"  {name} budget: {left} ({covered}); {state}: burning {burn or 0:.3g}x over {row['long_window']} "
+            f"({row['severity']} at {row['factor']:g}x over {row['long_window']} and {row['short_window']}, "
+            f"with >= {row.get('min_bad') or 0:.0f} bad: {row.get('bad_long') or 0:.0f})")
+
+
+def _dur(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 60:.0f}m" if seconds >= 60 else f"{seconds:.0f}s"
+
+
 def _slo_lines(slo: dict[str, Any], window: str = "5m") -> list[str]:
-    lines = [f"SLO {slo.get('name')} ({slo.get('source')}, target {slo.get('target')}), 5m window:"]
-    for o in _at(slo.get("objectives", []), window):
-        ok = o.get("compliant")
-        mark = "no data" if ok is None else ("OK" if ok else "BREACH")
-        lines.append(f"  {mark:8} p{o.get('percentile'):g} {o.get('metric'):5} {_fmt(o.get('value')):>8}"
-                     f"  (objective {_fmt(o.get('threshold'))})")
+    lines = [f"SLO {slo.get('name')} ({slo.get('source')}, target {slo.get('target')}), {window} window:"]
+    lines += [_objective_line(o) for o in _at(slo.get("objectives", []), window)]
     for w in _at(slo.get("windows", []), window):
         if w.get("goodput_ratio") is not None:
             lines.append(f"  goodput {w['goodput_ratio']:.1%} (target {slo.get('goodput_target')}), "
-                         f"{w.get('requests'):.0f} requests, burn rate {w.get('burn_rate') or 0:.2f}x")
+                         f"{w.get('requests'):.0f} requests")
     for s in _at(slo.get("stages", []), window):
         if s.get("budget") is not None and s.get("p95") is not None:
             lines.append(f"  stage {s['stage']:8} p95 {_fmt(s['p95']):>8} of budget {_fmt(s['budget'])}"
                          + (" (estimate)" if s.get("estimate") else ""))
-    budget = slo.get("error_budget_remaining")
-    if budget is not None:
-        lines.append(f"  error budget remaining ({slo.get('window')}): {budget:.1%}")
+    lines += [_budget_line(b, str(slo.get("window"))) for b in slo.get("error_budgets", [])]
     if slo.get("worst_stage"):
         lines.append(f"  most over budget: {slo['worst_stage']}")
     return lines

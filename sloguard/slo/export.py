@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client.metrics_core import Metric
 
 from sloguard.config.units import format_duration
-from sloguard.slo.model import BudgetStatus, BurnStatus, SLOStatus
+from sloguard.slo.burnrate import plan
+from sloguard.slo.model import BudgetStatus, BurnStatus, Indicator, SLOStatus
 
 if TYPE_CHECKING:
     from sloguard.slo.engine import CounterKey
@@ -122,11 +123,28 @@ def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
     return {k: format_duration(v) if k == "window" else v for k, v in row.items()}
 
 
-def _budget_json(b: BudgetStatus) -> dict[str, Any]:
+def _rows_json(st: SLOStatus, ind: Indicator) -> list[dict[str, Any]]:
+    """Return the budget's alertable burn rows with their current burns and whether the condition holds."""
+    burns = {u.window: u for u in st.burns if u.indicator == ind}
+    out = []
+    for rule in plan(st.slo.window, ind.objective, st.slo.probe_rate):
+        w = rule.window
+        long, short = burns.get(w.long), burns.get(w.short)
+        lb, sb = (long.burn_rate if long else None), (short.burn_rate if short else None)
+        holds = (lb is not None and sb is not None and long is not None and lb > w.factor and sb > w.factor
+                 and (long.evidence or 0.0) >= 1.0)
+        out.append({"severity": w.severity, "long_window": format_duration(w.long),
+                    "short_window": format_duration(w.short), "factor": w.factor, "meaning": rule.meaning,
+                    "min_bad": long.min_bad if long else rule.min_bad, "bad_long": long.bad if long else None,
+                    "burn_long": lb, "burn_short": sb, "fires": holds and rule.alertable})
+    return out
+
+
+def _budget_json(st: SLOStatus, b: BudgetStatus) -> dict[str, Any]:
     ind = b.indicator
     return {**ind.labels(), "objective": ind.objective, "implicit": ind.implicit, "remaining": b.remaining,
             "bad": b.bad, "allowed": b.allowed, "expected": b.expected, "covered": b.covered,
-            "coverage": b.coverage, "window": format_duration(b.window)}
+            "coverage": b.coverage, "window": format_duration(b.window), "rows": _rows_json(st, ind)}
 
 
 def _burn_json(u: BurnStatus) -> dict[str, Any]:
@@ -147,7 +165,7 @@ def status_json(st: SLOStatus) -> dict[str, Any]:
         "window": format_duration(slo.window), "probe_rate": slo.probe_rate,
         "goodput_target": None if slo.goodput is None else slo.goodput.target,
         "worst_stage": st.worst_stage, "error_budget_remaining": least_remaining(st),
-        "error_budgets": [_budget_json(b) for b in st.budgets], "burns": [_burn_json(u) for u in st.burns],
+        "error_budgets": [_budget_json(st, b) for b in st.budgets], "burns": [_burn_json(u) for u in st.burns],
         "budgets": dict(slo.budgets), "runbook_url": slo.runbook_url, "dashboard_url": slo.dashboard_url,
         "windows": [_jsonable(asdict(w)) for w in st.windows],
         "objectives": [_jsonable(asdict(o)) for o in st.objectives],
