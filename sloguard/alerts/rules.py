@@ -11,7 +11,7 @@ from sloguard.alerts.expr import Expr, ExprError, parse_expr
 from sloguard.alerts.template import render
 from sloguard.config.spec import AlertSpec, Config
 from sloguard.config.units import format_duration
-from sloguard.slo.burnrate import ALPHA, BurnRule, BurnWindow, plan
+from sloguard.slo.burnrate import FALSE_PER_30D, BurnRule, BurnWindow, Z, plan
 from sloguard.slo.model import SLO, Indicator, indicators, slos_from_config
 
 __all__ = ["BUILTIN_ALERTS", "BURN_ALERT", "ExprError", "Rule", "burn_rules", "parse_expr", "render",
@@ -106,14 +106,18 @@ def _budget_name(ind: Indicator) -> str:
     return ind.sli if ind.metric is None else f"{ind.sli} ({ind.metric} p{ind.percentile:g})"
 
 
-def burn_annotations(slo: SLO, ind: Indicator, bw: BurnWindow) -> Mapping[str, str]:
+def burn_annotations(slo: SLO, ind: Indicator, rule: BurnRule) -> Mapping[str, str]:
     """Return the annotations of one burn-rate alert (shared with the rule generator).
 
     The summary reads e.g. "SLO ux latency budget burning 62x (page at 14.4x over 5m and 1m); 91.38% of the
     1d budget left (2h 0m 0s of data)": observed long-window burn, the row's threshold and windows, and the
     budget left and data coverage read from sloguard's own series (sloguard.alerts.template).
     """
+    bw = rule.window
     long_w, short_w, window = format_duration(bw.long), format_duration(bw.short), format_duration(slo.window)
+    evidence = (f"at least {rule.min_bad} of the {long_w} window's requests are bad (healthy operation at the "
+                f"objective gets there < {FALSE_PER_30D:g} times in 30 days)" if rule.min_bad is not None else
+                f"the {long_w} window's bad requests are significant (z {Z:.3g} against the objective)")
     left = (_budget_query(slo, ind, "error_budget_remaining_ratio")
             + "{{ . | first | value | humanizePercentage }}{{ end }}")
     data = (_budget_query(slo, ind, "window_coverage_ratio", f" * {slo.window:.10g}")
@@ -123,7 +127,7 @@ def burn_annotations(slo: SLO, ind: Indicator, bw: BurnWindow) -> Mapping[str, s
                 f"({bw.severity} at {bw.factor:g}x over {long_w} and {short_w}); {left} of the {window} budget "
                 f"left ({data} of data)",
         description=f"objective {ind.objective * 100:.10g}% over {window}; fires when both windows burn faster "
-                    f"than {bw.factor:g}x and the {long_w} window's bad requests are significant (alpha {ALPHA:g})",
+                    f"than {bw.factor:g}x and {evidence}",
         objective=repr(float(ind.objective)), runbook_url=slo.runbook_url, dashboard_url=slo.dashboard_url)
 
 
@@ -154,7 +158,7 @@ def burn_rules(slo: SLO) -> tuple[Rule, ...]:
                  parse_expr(f"{_selector('burn_evidence_ratio', slo, ind, bw.long)} >= 1"))
         labels = burn_labels(slo, ind, bw)
         key = ":".join([BURN_ALERT, slo.name, *ind.labels().values(), labels["long_window"], labels["short_window"]])
-        out.append(Rule(BURN_ALERT, exprs, labels=labels, annotations=burn_annotations(slo, ind, bw), key=key))
+        out.append(Rule(BURN_ALERT, exprs, labels=labels, annotations=burn_annotations(slo, ind, rule), key=key))
     return tuple(out)
 
 

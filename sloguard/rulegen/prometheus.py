@@ -118,7 +118,7 @@ def burn_alerts(slo: SLO) -> list[dict[str, Any]]:
         cond = [f"{error_ratio_record(w)}{sel} / {budget} > {bw.factor!r}" for w in (bw.long, bw.short)]
         cond.append(_evidence(rule, sel))
         out.append({"alert": BURN_ALERT, "expr": " and ".join(cond), "labels": dict(burn_labels(slo, ind, bw)),
-                    "annotations": dict(burn_annotations(slo, ind, bw))})
+                    "annotations": dict(burn_annotations(slo, ind, rule))})
     return out
 
 

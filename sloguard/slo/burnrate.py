@@ -9,15 +9,20 @@ construction). Rows of one severity that end up with the same windows keep the l
 30 d get the Workbook table itself; 1 d gets page 5m/1m 14.4×, 10m/1m 6×, ticket 1h/5m 3×, 2h/10m 1×.
 
 Evidence guard (why: probes are few; 1 failure in 10 probes is a 10× "burn"). A row fires only when
-  burn(long) > factor  and  burn(short) > factor  and  bad(long) ≥ k_min,
-where k_min is the smallest k ≥ MIN_BAD (2) with P(X ≥ k) ≤ ALPHA (10⁻³) for X ~ Binomial(n, p0):
-p0 = 1 − objective (the allowed bad ratio) and n = the requests the probe schedule puts in the long
-window (ceil(rate × long)), so k_min is a constant both the live engine and the generated Prometheus
-rule (`bad requests over the long window >= k_min`) compare against. Using the scheduled n (not the
-requests seen) keeps the test conservative while a window is still filling (P(X ≥ k) grows with n).
+  burn(long) > factor  and  burn(short) > factor  and  bad(long) ≥ k_min.
+k_min is a one-sided binomial test of the long window's bad count against healthy operation exactly at
+the allowed bad ratio p0 = 1 − objective, sized for a sliding window evaluated all the time: the long
+window's count can only rise when a bad request arrives, and it reaches k from k − 1 when that request
+meets k − 1 bad among the n − 1 others still in the window. So in 30 days of healthy operation with N
+requests the count reaches k or more about N·p0·(1 − p0)·P(Bin(n − 1, p0) ≥ k − 1) times, and k_min is
+the smallest k ≥ MIN_BAD (2) that keeps this ≤ FALSE_PER_30D (0.2) per row: a test at
+α = 0.2 / (N·p0·(1 − p0)) (Bonferroni over the bad arrivals of 30 days). n = ceil(rate × long) and
+N = rate × 30 d come from the probe schedule, so k_min is a constant both the live engine and the
+generated Prometheus rule (`bad requests over the long window >= k_min`) compare against; using the
+scheduled n (not the requests seen) keeps it conservative while a window is still filling.
 Server SLOs have no schedule: their clause uses the observed count n of the long window, in a form
-PromQL can express: bad ≥ max(MIN_BAD, n·p0 + Z·sqrt(n·p0·(1 − p0))), Z = Φ⁻¹(1 − ALPHA) ≈ 3.09
-(the normal approximation of the same test; engine traffic is large where it matters).
+PromQL can express: bad ≥ max(MIN_BAD, n·p0 + Z·sqrt(n·(p0·(1 − p0)))), Z = Φ⁻¹(1 − 10⁻⁶) ≈ 4.75 (the
+normal approximation at the α of ~10⁵ bad requests per 30 days; engine traffic is large where it matters).
 A row cannot mean anything, and is skipped by both paths, when its factor needs a bad ratio above 100 %
 (factor × p0 ≥ 1), when even an all-bad long window would not be significant (k_min > n), or when the
 short window expects less than one request (it would be empty most of the time).
@@ -34,9 +39,9 @@ from typing import Literal
 # Standard evaluation windows (seconds) kept for every SLO, plus the SLO's own and its burn windows.
 STANDARD_WINDOWS: tuple[float, ...] = (300.0, 1800.0, 3600.0, 7200.0, 21600.0, 86400.0, 259200.0)
 REFERENCE_PERIOD = 30 * 86400.0
-ALPHA = 1e-3
+FALSE_PER_30D = 0.2  # expected false firings per row per 30 days of healthy operation at the objective
 MIN_BAD = 2  # never page or ticket on a single bad request
-Z = NormalDist().inv_cdf(1.0 - ALPHA)
+Z = NormalDist().inv_cdf(1.0 - 1e-6)  # server SLOs' observed-count clause
 MIN_LONG, MIN_SHORT = 300.0, 60.0
 _M, _H, _D = 60.0, 3600.0, 86400.0
 NICE: tuple[float, ...] = (1 * _M, 2 * _M, 5 * _M, 10 * _M, 15 * _M, 30 * _M, _H, 2 * _H, 3 * _H, 6 * _H, 12 * _H,
@@ -117,22 +122,32 @@ def binom_tail(k: int, n: int, p: float) -> float:
     return min(1.0, total)
 
 
-def min_bad(n: int, p0: float, alpha: float = ALPHA, floor: int = MIN_BAD) -> int | None:
-    """Return the smallest k ≥ floor with P(X ≥ k) ≤ alpha, X ~ Binomial(n, p0); None if even k = n is not."""
-    k = max(floor, int(n * p0))
-    if k > n:
+def min_bad(n: int, per_30d: float, p0: float, floor: int = MIN_BAD) -> int | None:
+    """Return the guard's k_min for a long window of n requests among per_30d requests per 30 days.
+
+    The smallest k ≥ floor with per_30d·p0·(1 − p0)·P(Bin(n − 1, p0) ≥ k − 1) ≤ FALSE_PER_30D (module
+    docstring); None when even k = n would fire more often than that.
+    """
+    if n < max(floor, 1):
         return None
-    tail = binom_tail(k, n, p0)
+    alpha = FALSE_PER_30D / max(per_30d * p0 * (1.0 - p0), 1e-300)
+    k = max(floor, int((n - 1) * p0) + 1)
+    tail = binom_tail(k - 1, n - 1, p0)
     while tail > alpha:
         if k >= n:
             return None
-        tail -= math.exp(_log_pmf(k, n, p0))
+        tail -= math.exp(_log_pmf(k - 1, n - 1, p0))
         k += 1
     return k
 
 
+def alpha_of(per_30d: float, p0: float) -> float:
+    """Return the per-test significance level the guard uses at per_30d requests per 30 days."""
+    return FALSE_PER_30D / max(per_30d * p0 * (1.0 - p0), 1e-300)
+
+
 def observed_min_bad(n: float, p0: float) -> float:
-    """Return the server-SLO clause's bar: max(MIN_BAD, n·p0 + Z·sqrt(n·p0·(1 − p0))) for n observed requests."""
+    """Return the server-SLO clause's bar: max(MIN_BAD, n·p0 + Z·sqrt(n·(p0·(1 − p0)))) for n observed requests."""
     return max(float(MIN_BAD), n * p0 + Z * math.sqrt(max(0.0, n * (p0 * (1 - p0)))))  # as rulegen writes it
 
 
@@ -192,8 +207,9 @@ def plan(slo_window: float, objective: float, rate: float | None) -> tuple[BurnR
     for w in burn_windows(slo_window):
         n_long = None if rate is None else math.ceil(rate * w.long - 1e-9)
         n_short = None if rate is None else rate * w.short
-        k = None if n_long is None else min_bad(n_long, p0)
-        raw = None if n_long is None else min_bad(n_long, p0, floor=1)
+        per_30d = 0.0 if rate is None else rate * REFERENCE_PERIOD
+        k = None if n_long is None else min_bad(n_long, per_30d, p0)
+        raw = None if n_long is None else min_bad(n_long, per_30d, p0, floor=1)
         meaning: Meaning = "ok"
         why = ""
         if w.factor * p0 >= 1.0:

@@ -32,7 +32,7 @@ from functools import lru_cache
 from typing import Protocol
 
 from sloguard.model import Histogram
-from sloguard.slo.burnrate import burn_rate, min_bad, observed_min_bad
+from sloguard.slo.burnrate import REFERENCE_PERIOD, burn_rate, min_bad, observed_min_bad
 from sloguard.slo.model import (
     SLO,
     BudgetStatus,
@@ -107,7 +107,7 @@ def _ratio(part: float, whole: float) -> float | None:
 @lru_cache(maxsize=4096)
 def scheduled_min_bad(rate: float, window: float, allowed: float) -> int | None:
     """Return the guard's k_min for a window from the probe schedule (cached: a constant per SLO and window)."""
-    return min_bad(math.ceil(rate * window - 1e-9), allowed)
+    return min_bad(math.ceil(rate * window - 1e-9), rate * REFERENCE_PERIOD, allowed)
 
 
 def _burn(slo: SLO, ind: Indicator, window: float, requests: float, bad: float) -> BurnStatus:

@@ -8,7 +8,7 @@ from fractions import Fraction
 import pytest
 
 from sloguard.slo.burnrate import (
-    ALPHA,
+    FALSE_PER_30D,
     MIN_BAD,
     WORKBOOK,
     binom_tail,
@@ -57,18 +57,25 @@ def test_binomial_tail_matches_exact_sum(k: int, n: int, p: float) -> None:
     assert binom_tail(k, n, p) == pytest.approx(_tail_oracle(k, n, p), rel=1e-9, abs=1e-300)
 
 
-@pytest.mark.parametrize(("n", "p0"), [(10, 0.01), (20, 0.01), (240, 0.01), (480, 0.001), (120, 0.05),
-                                       (2880, 0.01), (60, 0.2)])
-def test_min_bad_is_the_smallest_significant_count(n: int, p0: float) -> None:
-    k = min_bad(n, p0)
+def _false_per_30d(k: int, n: int, per_30d: float, p0: float) -> float:
+    """Expected upcrossings of k per 30 days: N·p0·(1 − p0)·P(Bin(n − 1, p0) ≥ k − 1), summed exactly."""
+    return per_30d * p0 * (1 - p0) * _tail_oracle(k - 1, n - 1, p0)
+
+
+# (requests in the long window, requests per 30 days, p0)
+@pytest.mark.parametrize(("n", "per_30d", "p0"), [(10, 86400, 0.01), (20, 172800, 0.01), (40, 172800, 0.01),
+                                                  (240, 172800, 0.01), (480, 86400, 0.001), (120, 86400, 0.05),
+                                                  (2880, 86400, 0.01), (60, 43200, 0.2)])
+def test_min_bad_is_the_smallest_count_healthy_operation_rarely_reaches(n: int, per_30d: float, p0: float) -> None:
+    k = min_bad(n, per_30d, p0)
     assert k is not None and k >= MIN_BAD
-    assert _tail_oracle(k, n, p0) <= ALPHA
-    assert k == MIN_BAD or _tail_oracle(k - 1, n, p0) > ALPHA
+    assert _false_per_30d(k, n, per_30d, p0) <= FALSE_PER_30D
+    assert k == MIN_BAD or _false_per_30d(k - 1, n, per_30d, p0) > FALSE_PER_30D
 
 
 def test_min_bad_none_when_nothing_is_significant() -> None:
-    assert min_bad(3, 0.5) is None  # P(all 3 bad) = 1/8 > 0.001
-    assert min_bad(1, 0.0001) is None  # fewer requests than MIN_BAD
+    assert min_bad(3, 86400, 0.5) is None  # even 3 of 3 bad happens thousands of times a month at 50%
+    assert min_bad(1, 86400, 0.0001) is None  # fewer requests than MIN_BAD
 
 
 def test_one_failure_among_ten_probes_never_pages() -> None:
@@ -82,7 +89,8 @@ def test_one_failure_among_ten_probes_never_pages() -> None:
     (0.99, 1 / 15, ["ok", "ok", "ok", "ok"]),
     (0.5, 1 / 15, ["never", "never", "never", "ok"]),  # a median objective can burn 2x at most
     (0.99, 1 / 600, ["never", "never", "never", "ok"]),  # 1 probe / 10 min: 1 per long window, 0.5 per 5m
-    (0.999999, 1.0, ["one-failure", "one-failure", "ok", "ok"]),  # 1 bad in 300 at 1e-6 is already significant
+    # 1 probe a minute at 1e-6: 0.04 bad requests expected a month, so 1 bad would already be significant
+    (0.999999, 1 / 60, ["one-failure"] * 4),
 ])
 def test_row_meaning(objective: float, rate: float, meanings: list[str]) -> None:
     assert [r.meaning for r in plan(D, objective, rate)] == meanings
@@ -93,7 +101,7 @@ def test_server_rows_have_no_schedule() -> None:
     assert all(r.min_bad is None and r.expected_long is None for r in rows)
     assert [r.meaning for r in rows] == ["never", "ok", "ok", "ok"]  # 14.4 × 10% > 100%
     assert observed_min_bad(0, 0.1) == MIN_BAD
-    assert observed_min_bad(10_000, 0.05) == pytest.approx(500 + 3.0902 * math.sqrt(475), rel=1e-4)
+    assert observed_min_bad(10_000, 0.05) == pytest.approx(500 + 4.7534 * math.sqrt(475), rel=1e-4)
 
 
 def test_smallest_burn_and_time_to_fire() -> None:

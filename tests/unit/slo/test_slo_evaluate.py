@@ -131,7 +131,7 @@ def test_evidence_uses_the_schedule() -> None:
     results = [_r(NOW - 30 * i, ok=i != 3) for i in range(10)]
     b = _burn(evaluate(slo, _window(results, slo), NOW), 300.0, "availability")
     assert b.burn_rate == pytest.approx(10.0)
-    assert b.min_bad == min_bad(10, 1 - 0.99) and b.evidence == pytest.approx(1 / b.min_bad) and b.evidence < 1
+    assert b.min_bad == min_bad(10, 86400, 1 - 0.99) and b.evidence == pytest.approx(1 / b.min_bad) and b.evidence < 1
 
 
 def test_objectives_and_stages_exact() -> None:
