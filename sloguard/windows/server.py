@@ -81,7 +81,11 @@ class ServerWindows:
         return merge(found)
 
     def span(self, target: str, signal: str, window: float, now: float) -> float:
-        """Return the seconds of the window a target's signal was scraped over (the longest model's; 0 if none)."""
+        """Return the seconds the window's delta of a target's signal spans (the longest model's; 0 if none).
+
+        Like `histogram`, the delta reaches back to the scrape at or just before now − window, so the span
+        may exceed the window by up to one scrape interval: it is the time the observations were made in.
+        """
         spans = [found[1] for (t, _, s), win in self._hist.items()
                  if t == target and s == signal and (found := win.over_span(window, now)) is not None]
         return max(spans, default=0.0)
