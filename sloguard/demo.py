@@ -121,7 +121,7 @@ def _objective_line(o: dict[str, Any]) -> str:
 
 def _budget_line(b: dict[str, Any], window: str) -> str:
     """Say what pages and why: budget left over the SLO window, coverage, the fastest page row's state."""
-    name = b.get("sli", "") + (f" ({b['metric']} p{float(b['quantile']) * 100:g})" if b.get("metric") else "")
+    name = b.get("sli", "") + (f" ({b['metric']} p{b['percentile']})" if b.get("metric") else "")
     left = "no data" if b.get("remaining") is None else f"{b['remaining']:.1%} of the {window} budget left"
     covered = f"{_dur(b.get('covered') or 0.0)} of data"
     rows = [r for r in b.get("rows", []) if r.get("meaning") != "never"]

@@ -144,7 +144,7 @@ def burn_plans(slo: SLO) -> list[tuple[Indicator, BurnRule]]:
 
 
 def _selector(family: str, slo: SLO, ind: Indicator, window: float) -> str:
-    labels = {"slo": slo.name, **{"metric": "", "quantile": ""}, **ind.labels(), "window": format_duration(window)}
+    labels = {"slo": slo.name, **{"metric": "", "percentile": ""}, **ind.labels(), "window": format_duration(window)}
     return f"sloguard_slo_{family}{{{','.join(f'{k}={json.dumps(v)}' for k, v in labels.items())}}}"
 
 

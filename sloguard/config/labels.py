@@ -32,6 +32,7 @@ def known_values(cfg: Config) -> dict[str, set[str]]:
         "window": windows | {format_duration(w) for w in SERVER_WINDOWS},
         "metric": {o.metric for s in cfg.slos for o in s.objectives},
         "quantile": quantiles | set(SERVER_QUANTILES) | set(STAGE_QUANTILES),
+        "percentile": {f"{o.percentile:g}" for s in cfg.slos for o in s.objectives},
         "sli": set(SLIS),
         "stage": set(get_args(Stage)),
         "prompt_bucket": {*cfg.probe_settings.prompt_buckets, "long"},

@@ -28,7 +28,7 @@ QUANTILE_WINDOWS = (300.0, 3600.0)
 SLO_RULES, ALERTS = "sloguard-slo.yaml", "sloguard-alerts.yaml"
 
 
-BY = "slo, sli, metric, quantile"  # one series per SLO budget (absent labels stay absent)
+BY = "slo, sli, metric, percentile"  # one series per SLO budget (absent labels stay absent)
 BAD = 'sloguard_slo_requests_total{good="false"}'
 
 
@@ -96,7 +96,7 @@ def recording_rules(slos: Sequence[SLO]) -> list[dict[str, Any]]:
 
 
 def _sel(slo: SLO, ind: Indicator) -> str:
-    labels = {"slo": slo.name, "metric": "", "quantile": "", **ind.labels()}
+    labels = {"slo": slo.name, "metric": "", "percentile": "", **ind.labels()}
     return "{" + ",".join(f"{k}={json.dumps(v)}" for k, v in labels.items()) + "}"
 
 

@@ -127,16 +127,15 @@ class Indicator:
         """Return the allowed bad ratio, 1 − objective."""
         return 1.0 - self.objective
 
-    @property
-    def quantile(self) -> str:
-        """Return the objective's quantile label ("" unless per objective)."""
-        return "" if self.percentile is None else f"{self.percentile / 100:g}"
-
     def labels(self) -> dict[str, str]:
-        """Return the labels that name this budget in every exported series and alert."""
-        if self.metric is None:
+        """Return the labels that name this budget in every exported series and alert.
+
+        A per-objective budget adds `metric` and `percentile` (95, not 0.95: promtool reserves the
+        `quantile` label for summaries, and these series are gauges and counters).
+        """
+        if self.metric is None or self.percentile is None:
             return {"sli": self.sli}
-        return {"sli": self.sli, "metric": self.metric, "quantile": self.quantile}
+        return {"sli": self.sli, "metric": self.metric, "percentile": f"{self.percentile:g}"}
 
 
 def indicators(slo: SLO) -> tuple[Indicator, ...]:

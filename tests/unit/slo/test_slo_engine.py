@@ -209,6 +209,19 @@ def test_exposition_passes_promtool_and_omits_empty() -> None:
     assert 'sloguard_slo_error_budget_remaining_ratio{sli="availability",slo="c"}' not in text
 
 
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not on PATH")
+def test_per_objective_budgets_pass_promtool() -> None:
+    """Per-objective budgets are labelled percentile, not quantile: promtool keeps quantile for summaries."""
+    slo = SLO("o", "t", objectives=(Objective("ttft", 95, 0.5), Objective("e2e", 50, 2.0)))
+    engine = SLOEngine((slo,), FakeClock(NOW))
+    engine.add_probe_results(_results())
+    text = _render(engine.families(engine.evaluate(NOW)))
+    check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert 'sloguard_slo_burn_rate{metric="ttft",percentile="95",sli="latency",slo="o",window="5m"}' in text
+    assert 'sloguard_slo_requests_total{good="false",metric="e2e",percentile="50",sli="latency",slo="o"}' in text
+
+
 def test_cli_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text(

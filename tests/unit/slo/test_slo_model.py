@@ -68,8 +68,8 @@ def test_failures_always_reach_a_budget() -> None:
 def test_labels_name_each_budget() -> None:
     (slo,) = slos_from_config(_cfg(objectives=OBJ))
     assert [i.labels() for i in indicators(slo)] == [
-        {"sli": "availability"}, {"sli": "latency", "metric": "ttft", "quantile": "0.95"},
-        {"sli": "latency", "metric": "tpot", "quantile": "0.5"}]
+        {"sli": "availability"}, {"sli": "latency", "metric": "ttft", "percentile": "95"},
+        {"sli": "latency", "metric": "tpot", "percentile": "50"}]
 
 
 @pytest.mark.parametrize(("probes", "slo_probe", "rate"), [
