@@ -192,13 +192,19 @@ def _render(families: list[Metric]) -> str:
     return generate_latest(reg).decode()
 
 
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not on PATH")
-def test_exposition_passes_promtool_and_omits_empty() -> None:
-    engine = SLOEngine(SLOS, FakeClock(NOW))
+def _linted(slos: tuple[SLO, ...]) -> str:
+    """Return the exposition of these SLOs over _results(), after promtool's lint passed on it."""
+    engine = SLOEngine(slos, FakeClock(NOW))
     engine.add_probe_results(_results())
     text = _render(engine.families(engine.evaluate(NOW)))
     check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
+    return text
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not on PATH")
+def test_exposition_passes_promtool_and_omits_empty() -> None:
+    text = _linted(SLOS)
     assert 'sloguard_slo_burn_rate{sli="latency",slo="a",window="5m"}' in text
     assert 'sloguard_slo_burn_evidence_ratio{sli="latency",slo="a",window="1h"}' in text
     assert 'sloguard_slo_window_coverage_ratio{sli="latency",slo="a"}' in text
@@ -212,12 +218,7 @@ def test_exposition_passes_promtool_and_omits_empty() -> None:
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not on PATH")
 def test_per_objective_budgets_pass_promtool() -> None:
     """Per-objective budgets are labelled percentile, not quantile: promtool keeps quantile for summaries."""
-    slo = SLO("o", "t", objectives=(Objective("ttft", 95, 0.5), Objective("e2e", 50, 2.0)))
-    engine = SLOEngine((slo,), FakeClock(NOW))
-    engine.add_probe_results(_results())
-    text = _render(engine.families(engine.evaluate(NOW)))
-    check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
-    assert check.returncode == 0, check.stdout + check.stderr
+    text = _linted((SLO("o", "t", objectives=(Objective("ttft", 95, 0.5), Objective("e2e", 50, 2.0))),))
     assert 'sloguard_slo_burn_rate{metric="ttft",percentile="95",sli="latency",slo="o",window="5m"}' in text
     assert 'sloguard_slo_requests_total{good="false",metric="e2e",percentile="50",sli="latency",slo="o"}' in text
 
