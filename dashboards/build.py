@@ -38,7 +38,7 @@ class Query:
 @dataclass(frozen=True)
 class Panel:
     title: str
-    kind: str  # Grafana panel plugin id: timeseries, stat, gauge, bargauge, table
+    kind: str  # Grafana panel plugin id: timeseries, stat, gauge, bargauge, table; or "row" (a section header)
     queries: tuple[Query, ...]
     unit: str = "s"
     requires: str = ""
@@ -79,6 +79,10 @@ def _by_bucket(metric: str) -> tuple[Query, ...]:
 
 def _gpu(metric: str, legend: str = "GPU {{index}} {{name}}") -> Query:
     return Query(f"{metric} * on (uuid) group_left (index, name) sloguard_gpu_info", legend)
+
+
+def _row(title: str) -> Panel:
+    return Panel(title, "row", (), width=24, height=1)
 
 
 def _server(stage: str) -> Query:
@@ -177,10 +181,18 @@ GPU_SERVING = Dashboard("sloguard-gpu-serving", "sloguard / GPU and serving heal
     Panel("GPU utilisation", "timeseries", (_gpu("sloguard_gpu_utilization_ratio"),), "percentunit",
           requires="gpu", width=8),
     Panel("GPU memory used", "timeseries", (_gpu("sloguard_gpu_memory_used_bytes"),
-          _gpu("sloguard_gpu_memory_total_bytes", "total GPU {{index}}")), "bytes", requires="gpu", width=8),
+          _gpu("sloguard_gpu_memory_total_bytes", "total GPU {{index}}"),
+          _gpu("sloguard_gpu_memory_reserved_bytes", "driver-reserved GPU {{index}}")), "bytes", requires="gpu",
+          width=8, description="Used as nvidia-smi memory.used (NVML memory v2): the driver's reserved memory apart."),
     Panel("GPU power", "timeseries", (_gpu("sloguard_gpu_power_watts"),), "watt", requires="gpu", width=8),
-    Panel("GPU temperature", "timeseries", (_gpu("sloguard_gpu_temperature_celsius"),), "celsius",
-          requires="gpu", width=8),
+    Panel("GPU temperature", "timeseries", (_gpu("sloguard_gpu_temperature_celsius"),
+          _gpu("sloguard_gpu_memory_temperature_celsius", "HBM GPU {{index}}")), "celsius", requires="gpu", width=8),
+    Panel("GPU activity (GPM)", "timeseries", (
+          _gpu("sloguard_gpu_sm_active_ratio", "SM active GPU {{index}}"),
+          _gpu("sloguard_gpu_tensor_active_ratio", "tensor active GPU {{index}}"),
+          _gpu("sloguard_gpu_dram_active_ratio", "DRAM bandwidth GPU {{index}}")), "percentunit", requires="gpu",
+          width=16, description="Hopper and later (GPM): tensor-bound prefill shows tensor activity, memory-bound "
+          "decode shows DRAM bandwidth; NVML utilisation cannot tell them apart. Absent on older GPUs."),
     Panel("Clock throttle reasons", "timeseries", (Query(
           "sloguard_gpu_clock_event_active * on (uuid) group_left (index) sloguard_gpu_info > 0",
           "GPU {{index}} {{reason}}"),), "none", requires="gpu", width=8,
@@ -194,6 +206,11 @@ GPU_SERVING = Dashboard("sloguard-gpu-serving", "sloguard / GPU and serving heal
           description="Achieved throughput of each canary test over this GPU's own baseline; below 0.9 is degraded."),
     Panel("Canary matmul throughput", "timeseries", (Query("sloguard_canary_matmul_flops", "{{device}}"),),
           "flops", requires="gpu", width=8),
+    Panel("Canary: measured while shared", "timeseries", (
+          Query("sloguard_canary_contention_ratio", "share of the run with other work {{gpu}}"),
+          Query("sloguard_canary_contended", "contended {{gpu}}"),
+          Query("sloguard_canary_degraded", "degraded {{gpu}}")), "none", requires="gpu", width=8,
+          description="A contended run shared the GPU: its throughput is shown but not judged nor baselined."),
     Panel("KV cache usage", "timeseries", (Query(f"sloguard_server_kv_cache_usage_ratio{{{SEL_PROBE}}}",
           "{{target}}"),), "percentunit", width=8),
     Panel("Queue depth", "timeseries", (
@@ -214,6 +231,32 @@ GPU_SERVING = Dashboard("sloguard-gpu-serving", "sloguard / GPU and serving heal
     Panel("sloguard config and build", "table", (
           Query("sloguard_config_last_reload_successful", "config reload ok"),
           Query("sloguard_build_info", "{{version}}")), "none", width=12),
+    _row("GPU health"),
+    Panel("GPU health problems", "table", (Query(
+          "sloguard_gpu_health_problem * on (uuid) group_left (index) sloguard_gpu_info == 1",
+          "GPU {{index}} {{reason}}"),), "none", requires="gpu_fault", width=8,
+          description="Sick-GPU signals that also hold on a busy GPU; each has a built-in alert with a runbook."),
+    Panel("PCIe link: current vs max", "timeseries", (
+          _gpu("sloguard_gpu_pcie_link_width", "width GPU {{index}}"),
+          _gpu("sloguard_gpu_pcie_link_max_width", "max width GPU {{index}}"),
+          _gpu("sloguard_gpu_pcie_link_generation", "gen GPU {{index}}"),
+          _gpu("sloguard_gpu_pcie_link_max_generation", "max gen GPU {{index}}")), "none", requires="gpu", width=8,
+          description="A width below max is a fault; the generation steps down when idle and is judged only busy."),
+    Panel("Remapped memory rows", "timeseries", (
+          Query("sum by (uuid, cause) (sloguard_gpu_remapped_rows_total)", "{{uuid}} {{cause}}"),
+          Query("sloguard_gpu_row_remap_pending", "pending {{uuid}}"),
+          Query("sloguard_gpu_row_remap_failure", "failure {{uuid}}")), "none", requires="gpu", width=8),
+    Panel("Clocks held down, by policy", "timeseries", (Query(
+          "sum by (uuid, policy) (rate(sloguard_gpu_violation_seconds_total[$__rate_interval]))",
+          "{{uuid}} {{policy}}"),), "percentunit", requires="gpu", width=8,
+          description="Share of time each policy (power, thermal, ...) kept clocks below the requested clocks."),
+    Panel("SM clock vs max", "timeseries", (_gpu("sloguard_gpu_sm_clock_hertz", "SM GPU {{index}}"),
+          _gpu("sloguard_gpu_sm_clock_max_hertz", "max GPU {{index}}")), "hertz", requires="gpu", width=8),
+    Panel("PCIe replays and NVLink errors", "timeseries", (
+          Query("sum by (uuid) (increase(sloguard_gpu_pcie_replays_total[1h]))", "PCIe replays {{uuid}}"),
+          Query("sum by (uuid, type) (increase(sloguard_gpu_nvlink_errors_total[1h])) > 0",
+                "NVLink {{type}} {{uuid}}")),
+          "none", requires="gpu_fault", width=8, description="Per hour; NVLink only on GPUs that have it."),
 ))
 
 DASHBOARDS: dict[str, Dashboard] = {
@@ -245,6 +288,9 @@ VARIABLES: tuple[dict[str, Any], ...] = (
 
 
 def _panel_json(p: Panel, pid: int, x: int, y: int) -> dict[str, Any]:
+    if p.kind == "row":
+        return {"id": pid, "type": "row", "title": p.title, "collapsed": False, "panels": [],
+                "gridPos": {"h": 1, "w": 24, "x": 0, "y": y}}
     targets = [{"datasource": DS, "expr": q.expr, "legendFormat": q.legend or "__auto", "range": True,
                 "refId": chr(ord("A") + i)} for i, q in enumerate(p.queries)]
     if p.kind == "table":
@@ -262,7 +308,7 @@ def render(d: Dashboard) -> dict[str, Any]:
     """Return the Grafana JSON model of one dashboard, panels packed left to right in 24 columns."""
     panels, x, y, row_h = [], 0, 0, 0
     for pid, p in enumerate(d.panels, start=1):
-        if x + p.width > 24:
+        if x + p.width > 24 or p.kind == "row":
             x, y, row_h = 0, y + row_h, 0
         panels.append(_panel_json(p, pid, x, y))
         x, row_h = x + p.width, max(row_h, p.height)

@@ -8,8 +8,12 @@ import importlib
 import json
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from sloguard import __version__
+
+if TYPE_CHECKING:
+    from sloguard.config.spec import Config
 
 # Subcommands implemented as `main(argv) -> int` in their own modules; imported only when used,
 # so `sloguard check` never pays for aiohttp, numpy or slack-sdk imports.
@@ -19,7 +23,7 @@ DELEGATED: dict[str, tuple[str, str]] = {
     "rules": ("sloguard.rulegen.cli", "generate Prometheus recording and alerting rules"),
     "inspect-metrics": ("sloguard.sources.inspect", "parse and normalise an engine's /metrics"),
     "sim": ("sloguard.sim.cli", "run the built-in inference-server simulator"),
-    "canary": ("sloguard.probes.canary", "run the GPU canary once"),
+    "canary": ("sloguard.gpu.canary_cli", "run the GPU canary once"),
     "demo": ("sloguard.demo", "run the simulator and the daemon and show live SLO status"),
 }
 
@@ -46,7 +50,18 @@ def _cmd_check(args: argparse.Namespace) -> int:
     print(f"{args.config}: ok ({len(cfg.targets)} targets, {len(cfg.probes)} probes, {len(cfg.slos)} SLOs, "
           f"{len(cfg.alerts)} alerts, {len(cfg.notifiers)} notifiers)")
     _print_detection(cfg)
-    return 0
+    return _check_records_online(cfg) if getattr(args, "online", False) else 0
+
+
+def _check_records_online(cfg: Config) -> int:
+    """Send one probe per target; print whether its server record (OTLP span or in-band) arrives; 1 if not."""
+    from sloguard.components import read_secrets
+    from sloguard.traces.online import check_records
+
+    rows = asyncio.run(check_records(cfg, read_secrets(cfg).targets))
+    for target, ok, message in rows:
+        print(f"records: target {target}: {'ok' if ok else 'MISSING'}: {message}")
+    return 0 if all(ok for _, ok, _ in rows) else 1
 
 
 def _print_detection(cfg: object) -> None:
@@ -88,6 +103,8 @@ def _parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="validate a config file (exit 2 on errors)")
     check.add_argument("-c", "--config", required=True)
     check.add_argument("--secrets", action="store_true", help="also read every referenced secret")
+    check.add_argument("--online", action="store_true",
+                       help="also probe each target once and say whether its server records arrive")
     check.set_defaults(fn=_cmd_check)
     config = sub.add_parser("config", help="config helpers")
     config.add_argument("what", choices=["schema"], help="schema: print the JSON Schema of the config")

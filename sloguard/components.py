@@ -89,7 +89,7 @@ def _scrape_sources(cfg: Config, secrets: Secrets, clock: Clock) -> list[Planned
 
 
 def _nvml_sources(cfg: Config, secrets: Secrets, clock: Clock) -> list[Planned]:
-    from sloguard.sources.nvml import NVMLSource, nvml_enabled
+    from sloguard.gpu.nvml import NVMLSource, nvml_enabled
 
     if not nvml_enabled(cfg.gpu):
         return []
@@ -105,7 +105,7 @@ def _host_sources(cfg: Config, secrets: Secrets, clock: Clock) -> list[Planned]:
 def _canary_sources(cfg: Config, secrets: Secrets, clock: Clock) -> list[Planned]:
     if not cfg.gpu.canary.enabled:
         return []
-    from sloguard.probes.canary import CanarySource
+    from sloguard.gpu.canary import CanarySource
 
     return [(_key("canary", cfg.gpu.canary, cfg.state_dir),
              lambda: CanarySource(cfg.gpu.canary, Path(cfg.state_dir), clock=clock))]

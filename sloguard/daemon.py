@@ -38,6 +38,7 @@ from sloguard.slo.model import slos_from_config
 from sloguard.sources.base import Source, SourceOutput
 from sloguard.sources.runner import SourceRunner
 from sloguard.store import Store
+from sloguard.traces.service import RecordService
 from sloguard.windows.coarse import BucketAdvisor
 from sloguard.windows.server import ServerWindows
 
@@ -89,6 +90,8 @@ class Daemon:
         self.server_windows = ServerWindows(max_age=server_horizon(slos))
         self.buckets = BucketAdvisor()
         self.probes = ProbeFeed(jobs_from_config(cfg, secrets.targets), cfg.probe_settings.history_size)
+        self.records = RecordService(cfg, slos)  # joins the server's own record of each probe request
+        await self.records.start()
         self.probes.start()
         # Restored alerts whose series are not collected yet are held, not resolved (no re-page on restart).
         self.alerting = Alerting(cfg, self.store, self.clock, secrets.notifiers, startup_grace=startup_grace(cfg))
@@ -149,7 +152,7 @@ class Daemon:
 
     def drain_probes(self) -> None:
         """Move probe results from the probe process into the store and the SLO windows."""
-        results = self.probes.drain(supervise=not self.stopping.is_set())
+        results = self.records.finalise(self.probes.drain(supervise=not self.stopping.is_set()))
         if results:
             self.store.add_probe_results(results)
             self.slo.add_probe_results(results)
@@ -163,6 +166,7 @@ class Daemon:
         self.snapshot.put("slo", self.slo.families(self.statuses))
         self.snapshot.put("server", self.server_windows.families(now))
         self.snapshot.put("probes", self.probes.metrics.families(now))
+        self.snapshot.put("traces", self.records.families())
         self.alerting.evaluate(self.snapshot.samples(), now)
         self.snapshot.put("alerts", self.alerting.families(now))
         self.eval_seconds = time.perf_counter() - start
@@ -216,6 +220,7 @@ class Daemon:
             asyncio.create_task(_quietly(s.close())) for s in self.sources.values() if id(s) not in kept]
         self.sources = sources
         self.probes.update(jobs)
+        self.records.reconfigure(cfg, slos)
         self.slo.reconfigure(slos, self.store.iter_probe_results(self.clock.now() - history_horizon(slos)))
         self.server_windows.reconfigure({t.name for t in cfg.targets}, server_horizon(slos), self.clock.now())
         self.cfg = cfg
@@ -231,6 +236,11 @@ class Daemon:
         await asyncio.to_thread(self.probes.stop, 4.0)  # > the worker's 3 s grace for in-flight requests
         with contextlib.suppress(Exception):
             self.drain_probes()
+            held = self.records.flush()  # results still waiting for engine spans: stored without them
+            self.store.add_probe_results(held)
+            self.slo.add_probe_results(held)
+        with contextlib.suppress(Exception):
+            await self.records.stop()
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

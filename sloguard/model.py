@@ -79,5 +79,13 @@ class ProbeResult:
     output_tokens: int | None = None
     prompt_bucket: str = ""
     trace_id: str = ""
+    # The server's own record of this request (sloguard.traces), joined by trace id: where it came from
+    # ("otlp" | "inband" | "" = none), the server's own TTFT and the stages measured per request (≥ 0).
+    record: str = ""
+    server_ttft_s: float | None = None
+    network_s: float | None = None
+    queue_s: float | None = None
+    prefill_s: float | None = None
+    server_decode_s: float | None = None
     itls_s: tuple[float, ...] = ()
     elapsed_s: float | None = None  # t0 to when the request ended (success, timeout, reset or error)

@@ -14,18 +14,11 @@ from sloguard.model import ProbeResult
 
 # Every ProbeResult field but the per-token ITL list, which only feeds the live histograms.
 PROBE_COLUMNS = tuple(f.name for f in fields(ProbeResult) if f.name != "itls_s")
+_DEFAULTS = {f.name: f.default for f in fields(ProbeResult)}
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS probe_results ({", ".join(PROBE_COLUMNS)});
 CREATE INDEX IF NOT EXISTS probe_results_ts ON probe_results (ts);
 """
-
-
-def _migrate(conn: sqlite3.Connection) -> None:
-    """Add the columns of ProbeResult fields newer than the table (old rows read them as NULL = None)."""
-    have = {row[1] for row in conn.execute("PRAGMA table_info(probe_results)")}
-    for column in PROBE_COLUMNS:
-        if column not in have:
-            conn.execute(f"ALTER TABLE probe_results ADD COLUMN {column}")
 
 
 class Store:
@@ -42,14 +35,24 @@ class Store:
         self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
         with self.lock:
             self.conn.executescript(_SCHEMA)
-            with self.conn:
-                _migrate(self.conn)
+            self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        """Migrate a file written by an older version: add the ProbeResult columns it lacks (old rows: defaults)."""
+        have = {row[1] for row in self.conn.execute("PRAGMA table_info(probe_results)")}
+        with self.conn:
+            for column in PROBE_COLUMNS:
+                if column not in have:
+                    default = _DEFAULTS.get(column)
+                    clause = f" DEFAULT {default!r}" if isinstance(default, str | int | float) else ""
+                    self.conn.execute(f"ALTER TABLE probe_results ADD COLUMN {column}{clause}")
 
     def add_probe_results(self, results: Sequence[ProbeResult]) -> None:
         """Insert results in one transaction."""
         rows = [tuple(getattr(r, c) for c in PROBE_COLUMNS) for r in results]
         marks = ", ".join("?" * len(PROBE_COLUMNS))
         with self.lock, self.conn:
+            # Columns named: a migrated file has its added columns last, whatever the field order.
             self.conn.executemany(f"INSERT INTO probe_results ({', '.join(PROBE_COLUMNS)}) VALUES ({marks})", rows)
 
     def probe_results_since(self, ts: float, probe: str | None = None) -> list[ProbeResult]:
@@ -91,6 +94,7 @@ class Store:
 
 
 def _result(row: Sequence[Any]) -> ProbeResult:
+    """Build a ProbeResult from a row of PROBE_COLUMNS by name (fields may be added anywhere in the class)."""
     values = dict(zip(PROBE_COLUMNS, row, strict=True))
     values["ok"] = bool(values["ok"])
     return ProbeResult(**values)

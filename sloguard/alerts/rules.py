@@ -11,6 +11,7 @@ from sloguard.alerts.expr import Expr, ExprError, parse_expr
 from sloguard.alerts.template import render
 from sloguard.config.spec import AlertSpec, Config
 from sloguard.config.units import format_duration
+from sloguard.gpu.alerts import GPU_ALERTS
 from sloguard.slo.burnrate import FALSE_PER_30D, BurnRule, BurnWindow, Z, plan
 from sloguard.slo.model import SLO, Indicator, indicators, slos_from_config
 
@@ -94,6 +95,8 @@ def builtin_rules(probe_intervals: Mapping[str, float] | None = None) -> tuple[R
         # with the same name and labels.
         out.extend(Rule(n, (parse_expr(x),), f, labels=_m(severity=s, probe=probe), annotations=_m(summary=t),
                         source=x, key=f"{n}:{probe}" if probe else "") for probe, x in exprs)
+    out.extend(Rule(a.name, (parse_expr(a.expr),), a.for_, labels=_m(severity=a.severity),
+                    annotations=_m(summary=a.summary, description=a.runbook), source=a.expr) for a in GPU_ALERTS)
     return tuple(out)
 
 

@@ -168,9 +168,18 @@ def check_alert_exprs(cfg: Config) -> Iterable[str]:
         yield from (f"alerts[{i}].expr: {line}" for line in unknown_values(expr.metric, expr.matchers, known))
 
 
+def check_server_records(cfg: Config) -> Iterable[str]:
+    """Engine spans need somewhere to arrive: `server_records: otlp` needs the OTLP receiver."""
+    if cfg.traces.receiver is not None:
+        return
+    for i, t in valid(cfg.targets):
+        if t.server_records == "otlp":
+            yield f"targets[{i}].server_records: 'otlp' needs traces.receiver.listen (where the engine sends spans)"
+
+
 CHECKS: tuple[Check, ...] = (
     check_unique_names, check_references, check_timeouts, check_slos, check_percentiles, check_retention,
-    check_notifiers, check_processes, check_alert_exprs,
+    check_notifiers, check_processes, check_alert_exprs, check_server_records,
 )
 
 

@@ -57,6 +57,11 @@ class TargetSpec(SecretSource):
     scrape_interval: PositiveDuration = 15.0
     scrape_timeout: PositiveDuration = 10.0
     max_body_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
+    server_records: Literal["otlp", "inband", "none"] = Field(
+        default="inband",
+        description="where the server's own per-request record comes from (README 'Exact definitions'): otlp = "
+                    "engine spans sent to traces.receiver, inband = in the stream (vLLM per-request metrics, "
+                    "llama.cpp timings), none = not used")
 
     @model_validator(mode="after")
     def _scrapeable(self) -> TargetSpec:
@@ -197,6 +202,11 @@ class CanarySpec(Strict):
     device: str = Field(default="auto", pattern=r"^(auto|cpu|cuda(:\d+)?)$")
     timeout: PositiveDuration = 120.0
     duty_cycle: float = Field(default=0.01, gt=0, le=0.1)
+    quiet_threshold: float = Field(default=0.05, ge=0, le=1)
+    quiet_gap: Duration = Field(default=3.0, ge=0)
+    max_wait: Duration = Field(default=60.0, ge=0)
+    poll: PositiveDuration = 0.5
+    baseline_runs: int = Field(default=5, ge=1, le=100)
 
 
 class GPUSpec(Strict):
@@ -204,6 +214,7 @@ class GPUSpec(Strict):
     interval: PositiveDuration = 15.0
     pcie: bool = False
     canary: CanarySpec = Field(default_factory=CanarySpec)
+    gpm: bool = True
 
 
 class ProcessSpec(Strict):
@@ -217,6 +228,29 @@ class ProcessSpec(Strict):
 class HostSpec(Strict):
     interval: PositiveDuration = 15.0
     processes: list[ProcessSpec] = Field(default_factory=list)
+
+
+class ReceiverSpec(Strict):
+    listen: str = Field(pattern=r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]*):\d{1,5}$",
+                        description="OTLP/HTTP listen address; engines export to http://HOST:PORT/v1/traces")
+    web_config_file: str | None = Field(default=None, description="exporter-toolkit web config: TLS, basic auth")
+    max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0, description="per request, after decompression")
+
+
+class SpanExportSpec(Strict):
+    endpoint: str = Field(pattern=r"^https?://.+", description="OTLP/HTTP traces URL, e.g. http://collector:4318/v1/traces")
+    sample_ratio: float = Field(default=0.1, ge=0, le=1, description="share of good requests exported; every "
+                                "failed or SLO-missing request is exported")
+    queue_size: int = Field(default=2048, gt=0, description="spans waiting for export; beyond, dropped and counted")
+    forward_engine_spans: bool = False
+    timeout: PositiveDuration = 10.0
+
+
+class TracesSpec(Strict):
+    receiver: ReceiverSpec | None = None
+    hold: PositiveDuration = Field(default=10.0, description="how long a result waits for its engine span")
+    max_pending_spans: int = Field(default=4096, gt=0, description="spans held before their probe result arrives")
+    export: SpanExportSpec | None = None
 
 
 class Config(Strict):
@@ -234,3 +268,4 @@ class Config(Strict):
     gpu: GPUSpec = Field(default_factory=GPUSpec)
     host: HostSpec = Field(default_factory=HostSpec)
     builtin_alerts: bool = True
+    traces: TracesSpec = Field(default_factory=TracesSpec)

@@ -12,6 +12,7 @@ from sloguard.probes.job import ProbeJob
 from sloguard.probes.stream import run_stream
 from sloguard.probes.timing import Chunk
 from sloguard.probes.workload import Prompt
+from sloguard.traces.inband import inband_record
 
 
 def error_text(obj: dict[str, Any]) -> str | None:
@@ -64,7 +65,7 @@ def _decode(data: str, chat: bool) -> Chunk:
         done = done or bool(choice.get("finish_reason"))
     output, prompt = _usage(obj)
     return Chunk(content=content, reasoning=reasoning, tokens=tokens, output_tokens=output,
-                 prompt_tokens=prompt, done=done, chars=chars)
+                 prompt_tokens=prompt, done=done, chars=chars, record=inband_record(obj))
 
 
 def _text(value: Any) -> str:

@@ -28,6 +28,7 @@ from sloguard.probes.job import ProbeJob
 from sloguard.probes.sse import DONE, SSESplitter
 from sloguard.probes.timing import Chunk, Summary, percentile, summarize
 from sloguard.probes.workload import Prompt, traceparent
+from sloguard.traces.record import record_fields
 
 log = logging.getLogger("sloguard.probes")
 
@@ -228,7 +229,8 @@ def _result(
         itl_p99_s=percentile(itls, 0.99) if itls else None,
         itl_max_s=itls[-1] if itls else None,
         prompt_tokens=summary.prompt_tokens, output_tokens=summary.output_tokens,
-        prompt_bucket=prompt.bucket, trace_id=trace_id, itls_s=summary.itls_s, elapsed_s=elapsed_s,
+        prompt_bucket=prompt.bucket, trace_id=trace_id, itls_s=summary.itls_s, **record_fields(summary.record),
+        elapsed_s=elapsed_s,
     )
 
 

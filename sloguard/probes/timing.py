@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import TypeVar
 
+from sloguard.traces.record import ServerRecord
+
 NS = 1e-9
 T = TypeVar("T")
 
@@ -23,6 +25,7 @@ class Chunk:
     error: str | None = None
     done: bool = False  # a terminator the API defines ([DONE], finish_reason, final details)
     chars: int = 0  # generated text length, to share out a server token total over uneven chunks
+    record: ServerRecord | None = None  # the server's own timings of the request, in-band (sloguard.traces)
 
     @property
     def bearing(self) -> bool:
@@ -43,6 +46,7 @@ class Summary:
     prompt_tokens: int | None = None
     error: str | None = None
     done: bool = False
+    record: ServerRecord | None = None
 
 
 def summarize(t0_ns: int, events: Sequence[tuple[int, Chunk]]) -> Summary:
@@ -51,7 +55,8 @@ def summarize(t0_ns: int, events: Sequence[tuple[int, Chunk]]) -> Summary:
     output = _last(c.output_tokens for _, c in events)
     if not bearing:
         return Summary(output_tokens=output, prompt_tokens=_last(c.prompt_tokens for _, c in events),
-                       error=_last(c.error for _, c in events), done=any(c.done for _, c in events))
+                       error=_last(c.error for _, c in events), done=any(c.done for _, c in events),
+                       record=_last(c.record for _, c in events))
     ttft = (bearing[0][0] - t0_ns) * NS
     e2e = (bearing[-1][0] - t0_ns) * NS
     ttfot = next(((t - t0_ns) * NS for t, c in bearing if c.content), None)
@@ -61,6 +66,7 @@ def summarize(t0_ns: int, events: Sequence[tuple[int, Chunk]]) -> Summary:
         itls_s=_itls(bearing, output), output_tokens=output,
         prompt_tokens=_last(c.prompt_tokens for _, c in events),
         error=_last(c.error for _, c in events), done=any(c.done for _, c in events),
+        record=_last(c.record for _, c in events),
     )
 
 

@@ -7,6 +7,7 @@ import secrets
 from dataclasses import dataclass
 
 from sloguard.probes.job import LONG_BUCKET, ProbeJob
+from sloguard.traces.ids import probe_span_id
 
 # Common English words that are one token each in the Llama, Mistral, Qwen and GPT tokenizers (with the
 # leading space), so N words are close to N tokens; `usage.prompt_tokens` records the real count.
@@ -57,5 +58,5 @@ def pick_prompt(job: ProbeJob, rng: random.Random) -> Prompt:
 def traceparent() -> tuple[str, str]:
     """Return a W3C `traceparent` header value (sampled) and its 32-hex-digit trace id."""
     trace_id = secrets.token_hex(16)
-    span_id = secrets.token_hex(8)
+    span_id = probe_span_id(trace_id)  # the probe's CLIENT span (sloguard.traces.client_spans)
     return f"00-{trace_id}-{span_id}-01", trace_id

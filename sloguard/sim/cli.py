@@ -29,6 +29,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--background-rps", type=float, default=DEFAULT_BACKGROUND_RPS,
                     help="seeded Poisson background load in requests/s (0: none)")
     ap.add_argument("--time-scale", type=float, default=1.0, help="multiply every model time (0.1: 10x faster)")
+    ap.add_argument("--otlp-traces-endpoint", default=None,
+                    help="export a vLLM-shaped span per request to this OTLP/HTTP URL (.../v1/traces)")
+    ap.add_argument("--enable-per-request-metrics", action="store_true",
+                    help="vLLM's per-request `metrics` object (queue, prefill, generation ms) in the usage chunk")
+    ap.add_argument("--otlp-schedule-delay-ms", type=int, default=200, help="span batch delay (vLLM: 5000)")
     return ap
 
 
@@ -36,7 +41,10 @@ async def serve(args: argparse.Namespace) -> int:
     """Serve until a termination signal; print the URL once listening."""
     host, port = args.listen
     runner, bound = await start(host, port, seed=args.seed, model=args.model, max_batch=args.max_batch,
-                                background_rps=args.background_rps, time_scale=args.time_scale)
+                                background_rps=args.background_rps, time_scale=args.time_scale,
+                                otlp_traces_endpoint=args.otlp_traces_endpoint,
+                                otlp_schedule_delay_ms=args.otlp_schedule_delay_ms,
+                                per_request_metrics=args.enable_per_request_metrics)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

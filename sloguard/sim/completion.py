@@ -26,7 +26,11 @@ def error_response(message: str, status: int, kind: str, headers: dict[str, str]
 async def handle(request: web.Request, api: wire.Api) -> web.StreamResponse:
     """Serve one completion request; client disconnect cancels it in the engine (`abort`)."""
     sim = request.app[SIM_KEY]
-    arrival = asyncio.get_running_loop().time()
+    loop = asyncio.get_running_loop()
+    delayed = loop.time()
+    if sim.faults.network_delay_s > 0:  # the request is still on the wire: before arrival, outside server TTFT
+        await asyncio.sleep(sim.faults.network_delay_s)
+    arrival = loop.time()
     try:
         params = wire.parse(api, await request.json(), sim.model)
     except json.JSONDecodeError:
@@ -54,6 +58,8 @@ async def handle(request: web.Request, api: wire.Api) -> web.StreamResponse:
         return await _collect(sim, params, req, queue, headers)
     finally:
         sim.scheduler.cancel(req)
+        if sim.tracer is not None and req.finished == req.finish_reason:
+            sim.tracer.emit(req, request.headers, loop.time(), arrival - delayed)
 
 
 async def _next(queue: TokenQueue) -> tuple[int, str | None]:
@@ -91,10 +97,22 @@ async def _stream(request: web.Request, sim: Simulator, p: wire.GenParams, req: 
         await resp.write(wire.chunk(p, req.rid, sim.created, wire.token_text(text_rng, n), finish))
         sent += n
     if p.include_usage:
-        await resp.write(wire.usage_chunk(p, req.rid, sim.created, sent))
+        metrics = per_request_metrics(req) if sim.per_request_metrics else None
+        await resp.write(wire.usage_chunk(p, req.rid, sim.created, sent, metrics))
     await resp.write(wire.DONE)
     await resp.write_eof()
     return resp
+
+
+def per_request_metrics(req: SimRequest) -> dict[str, float] | None:
+    """Return vLLM's `--enable-per-request-metrics` object (ms): queue, scheduled → first token, generation."""
+    if req.queued is None or req.scheduled is None or req.first_token is None or req.last_token is None:
+        return None
+    gen = req.last_token - req.first_token
+    return {"time_to_first_token_ms": (req.first_token - req.scheduled) * 1e3, "generation_time_ms": gen * 1e3,
+            "queue_time_ms": (req.scheduled - req.queued) * 1e3,
+            **({"mean_itl_ms": gen * 1e3 / (req.generated - 1)} if req.generated > 1 else {}),
+            "tokens_per_second": req.generated / max(req.last_token - req.scheduled, 1e-9)}
 
 
 async def _collect(sim: Simulator, p: wire.GenParams, req: SimRequest, queue: TokenQueue,

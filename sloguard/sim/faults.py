@@ -5,12 +5,15 @@ Fields (any subset per POST; POST merges into the current faults, DELETE clears 
 HTTP 500), `stall_first_token_s` (extra wait before a request enters the engine, inside TTFT),
 `hang` (accept, never answer until the client goes away), `midstream_error_rate` (fraction of
 streams that send an SSE error event half-way and close), `garbage_metrics` (`/metrics` answers 200
-with junk: true or "html" for an HTML page, "binary" for random bytes).
+with junk: true or "html" for an HTML page, "binary" for random bytes), `network_delay_s` (the request
+reaches the server this much later: a network/gateway delay before the response head, outside the
+server's own TTFT).
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -28,6 +31,7 @@ class Faults:
     hang: bool = False
     midstream_error_rate: float = 0.0
     garbage_metrics: bool | str = False
+    network_delay_s: float = 0.0
 
     def as_json(self) -> dict[str, Any]:
         """Return the faults as a JSON-ready dict."""
@@ -55,13 +59,14 @@ def _garbage(key: str, value: object) -> bool | str:
 
 
 # key -> validator; the table is the schema of the faults JSON.
-FIELDS = {
+FIELDS: dict[str, Callable[[str, object], object]] = {
     "latency_multiplier": lambda k, v: _number(k, v, 0.01, 1000.0),
     "error_rate": lambda k, v: _number(k, v, 0.0, 1.0),
     "stall_first_token_s": lambda k, v: _number(k, v, 0.0, 3600.0),
     "hang": _flag,
     "midstream_error_rate": lambda k, v: _number(k, v, 0.0, 1.0),
     "garbage_metrics": _garbage,
+    "network_delay_s": lambda k, v: _number(k, v, 0.0, 60.0),
 }
 
 

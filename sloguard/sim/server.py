@@ -85,6 +85,8 @@ def build_app(sim: Simulator) -> web.Application:
 
     async def on_cleanup(_: web.Application) -> None:
         await sim.stop()
+        if sim.tracer is not None:
+            sim.tracer.close()
 
     app.on_startup.append(on_startup)
     app.on_shutdown.append(on_shutdown)
@@ -103,8 +105,16 @@ def make_simulator(seed: int = 0, **opts: Any) -> Simulator:
     model = str(opts.pop("model", None) or DEFAULT_MODEL)
     rps = float(opts.pop("background_rps", DEFAULT_BACKGROUND_RPS))
     scale = float(opts.pop("time_scale", 1.0))
+    endpoint, delay_ms = opts.pop("otlp_traces_endpoint", None), int(opts.pop("otlp_schedule_delay_ms", 200))
+    inband = bool(opts.pop("per_request_metrics", False))
     profile = LatencyProfile(**{k: v for k, v in opts.items() if v is not None}).scaled(scale)
-    return Simulator(seed=seed, model=model, profile=profile, background_rps=rps)
+    sim = Simulator(seed=seed, model=model, profile=profile, background_rps=rps)
+    sim.per_request_metrics = inband
+    if endpoint:
+        from sloguard.sim.tracing import SimTracer
+
+        sim.tracer = SimTracer(endpoint, delay_ms, model)
+    return sim
 
 
 async def start(host: str, port: int, seed: int = 0, **opts: Any) -> tuple[web.AppRunner, int]:

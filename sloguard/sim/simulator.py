@@ -43,6 +43,8 @@ class Simulator:
         self.created = int(time.time())
         self._seq = 0
         self._log: OrderedDict[str, SimRequest] = OrderedDict()
+        self.tracer: Any = None  # sim.tracing.SimTracer when spans are exported (`--otlp-traces-endpoint`)
+        self.per_request_metrics = False  # vLLM's --enable-per-request-metrics: `metrics` in the usage chunk
 
     @staticmethod
     def _now() -> float:

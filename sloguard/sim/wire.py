@@ -103,10 +103,12 @@ def usage(p: GenParams, completion_tokens: int) -> dict[str, int]:
             "completion_tokens": completion_tokens}
 
 
-def usage_chunk(p: GenParams, rid: str, created: int, completion_tokens: int) -> bytes:
-    """Return the final `choices: []` usage event."""
+def usage_chunk(p: GenParams, rid: str, created: int, completion_tokens: int,
+                metrics: dict[str, float] | None = None) -> bytes:
+    """Return the final `choices: []` usage event (with vLLM's per-request `metrics` when given)."""
+    extra = {"metrics": metrics} if metrics is not None else {}
     return sse({**_envelope(p, rid, created, OBJECTS[p.api][0]), "choices": [],
-                "usage": usage(p, completion_tokens)})
+                "usage": usage(p, completion_tokens), **extra})
 
 
 def full_response(p: GenParams, rid: str, created: int, text: str, finish: str, n: int) -> dict[str, Any]:

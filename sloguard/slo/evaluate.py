@@ -21,7 +21,9 @@ Definitions (README "Exact definitions"):
   expected = max(rate × W, requests seen) with a probe schedule, else requests seen × W / covered (the
   observed rate extrapolated); covered = the seconds of W the data spans. Not clamped (−1 = spent twice).
 - stages: share = stage p50 / E2E p50 (same window); overrun = stage p95 / its budget;
-  network ≈ probe TTFT − server TTFT at the same quantile and window (an estimate).
+  network ≈ probe TTFT − server TTFT at the same quantile and window (an estimate), unless requests carry
+  measured stages (source "request": quantiles of per-request network/queue/prefill/decode), which then
+  replace the estimate of that stage.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from sloguard.slo.model import (
     Indicator,
     ObjectiveStatus,
     SLOStatus,
+    StageSource,
     StageStatus,
     WindowStatus,
     indicators,
@@ -51,6 +54,10 @@ STAGE_QS = (0.5, 0.95, 0.99)
 PROBE_STAGES = ("connect", "ttft", "decode", "e2e")
 SERVER_STAGES_WITH_PROBE = ("queue", "prefill")
 SERVER_STAGES = ("queue", "prefill", "ttft", "decode", "e2e")
+# Stages measured per request (the server's own record joined by trace id): where a window has them, they
+# replace the histogram estimate of the same stage (DESIGN §4: estimates only where no record exists).
+REQUEST_STAGES = (("network", "request_network"), ("queue", "request_queue"), ("prefill", "request_prefill"),
+                  ("decode", "request_decode"))
 WORST_STAGE_WINDOW = 3600.0  # worst_stage is judged on the 1h window: recent, yet not one noisy probe
 ABORT_REASONS = frozenset({"abort", "error"})  # engine finished reasons that mean the request never completed
 
@@ -200,21 +207,25 @@ def _stage(slo: SLO, name: str, source: str, qs: tuple[float, ...] | None, e2e_p
     budget = slo.budgets.get(name)
     share = p50 / e2e_p50 if p50 is not None and e2e_p50 else None
     overrun = p95 / budget if p95 is not None and budget else None
-    return StageStatus(name, window, segment, "server" if source == "server" else "probe",
-                       p50, p95, p99, budget, share, overrun, estimate)
+    kind: StageSource = "server" if source == "server" else "request" if source == "request" else "probe"
+    return StageStatus(name, window, segment, kind, p50, p95, p99, budget, share, overrun, estimate)
 
 
 def _stages(slo: SLO, probe: QuantileReader | None, server: ServerReader | None,
             window: float, segment: str) -> list[StageStatus]:
     table: list[tuple[str, str, tuple[float, ...] | None]] = []
+    measured: set[str] = set()
     if probe is not None:
         table += [(s, "probe", probe.quantiles(s, STAGE_QS)) for s in PROBE_STAGES]
+        req = [(s, "request", probe.quantiles(m, STAGE_QS)) for s, m in REQUEST_STAGES]
+        table += [row for row in req if row[2] is not None]
+        measured = {s for s, _, _ in table[len(PROBE_STAGES):]}
     if server is not None:
         names = SERVER_STAGES_WITH_PROBE if probe is not None else SERVER_STAGES
-        table += [(s, "server", server.quantiles(s, STAGE_QS)) for s in names]
+        table += [(s, "server", server.quantiles(s, STAGE_QS)) for s in names if s not in measured]
     e2e = next((qs[0] for name, _, qs in table if name == "e2e" and qs is not None), None)
     out = [_stage(slo, name, src, qs, e2e, window, segment) for name, src, qs in table]
-    if probe is not None and server is not None:
+    if probe is not None and server is not None and "network" not in measured:
         net = _network(probe.quantiles("ttft", STAGE_QS), server.quantiles("ttft", STAGE_QS))
         out.append(_stage(slo, "network", "probe", net, e2e, window, segment, estimate=True))
     return out

@@ -96,6 +96,8 @@ def _samples(st: SLOStatus) -> Iterable[tuple[str, dict[str, str], float | None]
         yield S + "budget_seconds", {"slo": slo, "stage": stage}, budget
     for s in st.stages:
         lab = _seg({"slo": slo, "stage": s.stage, "window": format_duration(s.window)}, s.segment)
+        if s.source == "request":  # measured per request, not the histogram estimate of the same stage
+            lab["source"] = "request"
         for q, v in ((0.5, s.p50), (0.95, s.p95), (0.99, s.p99)):
             yield S + "latency_seconds", {**lab, "quantile": _q(q)}, v
         yield S + "share_ratio", lab, s.share

@@ -13,6 +13,7 @@ from sloguard.slo.burnrate import windows_for
 
 Source = Literal["probe", "server"]
 SLI = Literal["availability", "latency"]
+StageSource = Literal["probe", "server", "request"]  # request: measured per request (sloguard.traces)
 
 # The implicit availability objective of an SLO that sets neither `error_rate` nor `goodput`.
 DEFAULT_SUCCESS_OBJECTIVE = 0.99
@@ -225,7 +226,7 @@ class StageStatus:
     stage: str
     window: float
     segment: str
-    source: Source
+    source: StageSource
     p50: float | None
     p95: float | None
     p99: float | None

@@ -17,6 +17,14 @@ class SourceError(Exception):
         self.reason = reason
 
 
+class SourceAbsent(SourceError):
+    """What the source reads does not exist on this host (no NVIDIA driver under `nvml: auto`).
+
+    The runner exports nothing for such a source, not even `sloguard_source_up`, and logs the reason once,
+    so a GPU-less host neither pretends to collect GPU data nor raises collection alerts.
+    """
+
+
 @dataclass(frozen=True)
 class SourceOutput:
     """What one collection produced: families to export as-is, and typed data for the core (or None)."""

@@ -16,7 +16,7 @@ from prometheus_client.metrics_core import Metric
 
 from sloguard.clock import Clock, SystemClock
 from sloguard.exporter.snapshot import Snapshot
-from sloguard.sources.base import Source, SourceError, SourceOutput
+from sloguard.sources.base import Source, SourceAbsent, SourceError, SourceOutput
 
 log = logging.getLogger("sloguard.runner")
 OnOutput = Callable[[Source, SourceOutput], None]
@@ -32,6 +32,7 @@ class SourceState:
     last_reason: str | None = None
     failures: dict[str, int] = field(default_factory=dict)
     runs: int = 0
+    absent: bool = False  # SourceAbsent: nothing to collect on this host; no series at all
 
 
 def source_key(src: Source) -> str:
@@ -84,6 +85,9 @@ class SourceRunner:
         reason: str | None = None
         try:
             out = await asyncio.wait_for(src.collect(), timeout=src.timeout)
+        except SourceAbsent as exc:
+            self._absent(src, state, exc)
+            return
         except SourceError as exc:
             reason, msg = exc.reason, str(exc)
         except TimeoutError:
@@ -101,10 +105,18 @@ class SourceRunner:
             self._failure(src, state, reason, msg)
         self.publish()
 
+    def _absent(self, src: Source, state: SourceState, exc: SourceAbsent) -> None:
+        if any(s is src for s in self.sources) and not (state.absent and state.last_reason == exc.reason):
+            log.info("source absent", extra={"source": src.kind, "target": src.target, "reason": exc.reason,
+                                             "error": str(exc)})
+            state.absent, state.last_reason = True, exc.reason
+            self.snapshot.drop(source_key(src))
+            self.publish()
+
     def _success(self, src: Source, state: SourceState, out: SourceOutput) -> None:
         if state.last_reason is not None:
             log.info("source recovered", extra={"source": src.kind, "target": src.target})
-        state.up, state.last_reason, state.last_success = 1.0, None, self.clock.now()
+        state.up, state.last_reason, state.last_success, state.absent = 1.0, None, self.clock.now(), False
         self.snapshot.put(source_key(src), out.families)
         try:
             self.on_output(src, out)
@@ -135,7 +147,7 @@ class SourceRunner:
         fails = CounterMetricFamily("sloguard_source_failures", "Failed source runs by reason.",
                                     labels=[*labels, "reason"])
         for (kind, target), st in sorted(self.states.items()):
-            if st.runs == 0:
+            if st.runs == 0 or st.absent:
                 continue
             up.add_metric([kind, target], st.up)
             dur.add_metric([kind, target], st.duration)

@@ -35,15 +35,23 @@ from sloguard.windows.sketch import EMPTY_SKETCH, ExactQuantiles, Sketch, at_ran
 # Metric name -> ProbeResult field; "decode" is derived as e2e − ttft. ITL is the request's p99 gap.
 METRICS: Mapping[str, str] = {
     "ttft": "ttft_s", "ttfot": "ttfot_s", "tpot": "tpot_s", "itl": "itl_p99_s", "e2e": "e2e_s",
-    "connect": "connect_s", "decode": "",
+    "connect": "connect_s",
+    # stages measured per request from the server's own record (sloguard.traces), source="request"
+    "request_network": "network_s", "request_queue": "queue_s", "request_prefill": "prefill_s",
+    "request_decode": "server_decode_s",
+    "decode": "",  # last: the bucket ring appends the derived column after the stored ones
 }
 # How a failed request counts per metric (metrics not listed: "reached"):
 # reached  - exact if the event came before the request ended, else censored at the elapsed time;
 # end      - the event is the end of the stream: always censored, at max(elapsed, value seen);
 # decoding - per-token metrics: censored (at the value seen so far, else 0) if the first token came,
-#            undefined if the request never produced a token (it is judged on ttft/e2e and availability).
-Censoring = Literal["reached", "end", "decoding"]
-CENSORING: Mapping[str, Censoring] = {"e2e": "end", "tpot": "decoding", "itl": "decoding"}
+#            undefined if the request never produced a token (it is judged on ttft/e2e and availability);
+# record   - stages from the server's own record of the request: exact when recorded, else undefined.
+Censoring = Literal["reached", "end", "decoding", "record"]
+CENSORING: Mapping[str, Censoring] = {
+    "e2e": "end", "tpot": "decoding", "itl": "decoding",
+    "request_network": "record", "request_queue": "record", "request_prefill": "record", "request_decode": "record",
+}
 _COLUMN = {name: i for i, name in enumerate(METRICS)}
 _STORED = tuple(attr for attr in METRICS.values() if attr)  # raw columns; decode is computed on read
 _STORED_METRICS = tuple(name for name, attr in METRICS.items() if attr)
@@ -78,6 +86,8 @@ def _failed_value(metric: str, value: float | None, result: ProbeResult, ran: fl
         return value if value is not None else censored(ran)
     if rule == "end":
         return censored(max(ran, value or 0.0))
+    if rule == "record":
+        return value
     return None if result.ttft_s is None else censored(value or 0.0)
 
 

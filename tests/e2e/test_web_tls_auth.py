@@ -10,24 +10,9 @@ from pathlib import Path
 import bcrypt
 import pytest
 from support.procs import Proc, free_port, start_daemon, wait_until
+from support.tls import pki
 
 pytestmark = pytest.mark.e2e
-
-
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
-def _pki(d: Path) -> None:
-    """Make a CA, a server cert for 127.0.0.1 and a client cert signed by the CA."""
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
-             "-subj", "/CN=sloguard-test-ca", cwd=d)
-    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    for name in ("server", "client"):
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj",
-                 f"/CN={name}", cwd=d)
-        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-                 "-out", f"{name}.crt", "-days", "2", "-extfile", "san.ext", cwd=d)
 
 
 def _config(port: int, state: Path) -> str:
@@ -39,7 +24,7 @@ def tls_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Proc,
     if shutil.which("curl") is None:
         raise AssertionError("curl is required (scripts/setup.sh installs it)")
     d = tmp_path_factory.mktemp("tls")
-    _pki(d)
+    pki(d)
     hashed = bcrypt.hashpw(b"correct horse", bcrypt.gensalt(rounds=6)).decode()
     (d / "web.yml").write_text(
         "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  min_version: TLS12\n"

@@ -12,6 +12,7 @@ import yaml
 
 from sloguard.alerts.rules import BUILTIN_ALERTS, burn_plans, burn_rules
 from sloguard.config.spec import Config
+from sloguard.gpu.alerts import GPU_ALERTS
 from sloguard.rulegen.cli import main
 from sloguard.rulegen.prometheus import ALERTS, SLO_RULES, generate
 from sloguard.slo.model import slos_from_config
@@ -81,7 +82,7 @@ def test_threshold_exprs_are_verbatim_and_builtins_optional() -> None:
     with_builtin = rules(generate(config())[ALERTS])
     assert with_builtin[0] == {"alert": "Slow", "expr": EXPR, "for": "5m", "keep_firing_for": "2m",
                                "labels": {"severity": "warning"}}
-    assert [r["alert"] for r in with_builtin[1:]] == [b[0] for b in BUILTIN_ALERTS]
+    assert [r["alert"] for r in with_builtin[1:]] == [b[0] for b in BUILTIN_ALERTS] + [a.name for a in GPU_ALERTS]
     assert len(rules(generate(config(builtin=False))[ALERTS])) == 1
 
 

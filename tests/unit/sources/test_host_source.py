@@ -14,7 +14,7 @@ from typing import Any
 
 import psutil
 import pytest
-from nvml_fake import promtool_check, samples
+from support.exposition import promtool_check, samples
 
 from sloguard.config.spec import HostSpec, ProcessSpec
 from sloguard.sources.host import HostSource, count_restart

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily
 
 from sloguard.clock import FakeClock
 from sloguard.exporter.snapshot import Snapshot
-from sloguard.sources.base import Source, SourceError, SourceOutput
+from sloguard.sources.base import Source, SourceAbsent, SourceError, SourceOutput
 from sloguard.sources.runner import SourceRunner, source_key
 
 
@@ -22,6 +24,8 @@ class FakeSource:
             raise RuntimeError("boom")
         if self.behaviour == "error":
             raise SourceError("http_status", "HTTP 500")
+        if self.behaviour == "absent":
+            raise SourceAbsent("library_not_found", "no NVIDIA driver library")
         if self.behaviour == "hang":
             await asyncio.Event().wait()
         g = GaugeMetricFamily("sloguard_fake", "doc", labels=["target"])
@@ -110,3 +114,15 @@ def test_a_run_that_finishes_after_a_reload_removed_its_source_is_discarded() ->
     asyncio.run(go())
     present = snap.keys()
     assert seen == [] and source_key(gone) not in present
+
+
+def test_absent_source_exports_nothing_and_logs_once(caplog: Any) -> None:
+    caplog.set_level(logging.INFO, logger="sloguard.runner")
+    src = FakeSource("gpu", "absent")
+    runner, seen = _run([src])
+    asyncio.run(runner.run_once(src))  # the second run logs nothing new
+    assert seen == [] and _value(runner, "sloguard_source_up", "gpu") is None
+    assert [r.getMessage() for r in caplog.records if r.name == "sloguard.runner"] == ["source absent"]
+    src.behaviour = "ok"  # the driver appears: the source is up like any other
+    asyncio.run(runner.run_once(src))
+    assert _value(runner, "sloguard_source_up", "gpu") == 1.0

@@ -1,24 +1,21 @@
 """Canary verdict: fractions of spec peak and of this GPU's baseline, the `degraded` rule, exported families.
 
-Pure apart from the baseline file. Degraded when any test is below 0.90× the calibrated baseline, or GEMM /
-copy below 0.5× the datasheet peak.
+Pure. `degraded` rests only on evidence that holds on a busy GPU: throughput below the floors (0.90× the
+GPU's baseline, or GEMM / copy below 0.5× the datasheet peak) counts only for a run that had the GPU to
+itself; sick-GPU signals (health.REASONS) count always. Every reason is named.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from prometheus_client.metrics_core import Metric
 
 from sloguard.exporter.families import Families
-from sloguard.probes.gpu_specs import GPUPeak
+from sloguard.gpu.contention import Contention
+from sloguard.gpu.specs import GPUPeak
 
-log = logging.getLogger("sloguard.canary")
 BASELINE_FLOOR = 0.90
 
 
@@ -41,11 +38,12 @@ TESTS: tuple[Test, ...] = (
     Test("decoder_ttft", "decoder_ttft_seconds", False),
     Test("decoder_tpot", "decoder_tpot_seconds", False),
 )
+FIGURES = tuple(t.figure for t in TESTS if t.vs_baseline)
 
 
 @dataclass
 class Report:
-    """One canary run, judged; `figures` is the worker's JSON as-is."""
+    """One canary run, judged; `figures` is the worker's JSON as-is, `codes` name each reason."""
 
     figures: dict[str, Any]
     spec_model: str | None = None
@@ -53,59 +51,46 @@ class Report:
     fraction_of_baseline: dict[str, float] = field(default_factory=dict)
     degraded: bool = False
     reasons: list[str] = field(default_factory=list)
+    codes: list[str] = field(default_factory=list)
     baseline_stored: bool = False
+    baseline_runs: int = 0
+    contended: bool | None = None
+    contention_share: float | None = None
+    contention_reason: str = ""
+    waited_seconds: float = 0.0
     duration_seconds: float = 0.0
     timestamp: float = 0.0
 
 
-def judge(figures: dict[str, Any], peak: GPUPeak | None, baseline: dict[str, float] | None) -> Report:
-    """Return fractions of spec (GPU with a known peak only) and of baseline, and the verdict."""
-    rep = Report(figures, spec_model=peak.model if peak else None)
+def judge(figures: dict[str, Any], peak: GPUPeak | None, baseline: dict[str, float] | None,
+          contention: Contention, problems: dict[str, str] | None = None) -> Report:
+    """Return fractions of spec and of baseline and the verdict; throughput is judged only when uncontended."""
+    rep = Report(figures, spec_model=peak.model if peak else None, contended=contention.contended,
+                 contention_share=contention.share, contention_reason=contention.reason,
+                 waited_seconds=contention.waited)
+    judged = contention.contended is False
     for t in TESTS:
         value = figures.get(t.figure)
         if not isinstance(value, int | float) or value <= 0:
             continue
         if peak is not None and t.spec_peak:
-            rep.fraction_of_spec[t.name] = value / float(getattr(peak, t.spec_peak))
-            if t.spec_floor is not None and rep.fraction_of_spec[t.name] < t.spec_floor:
-                rep.reasons.append(f"{t.name} at {rep.fraction_of_spec[t.name]:.2f}x spec < {t.spec_floor}")
+            frac = rep.fraction_of_spec[t.name] = value / float(getattr(peak, t.spec_peak))
+            if judged and t.spec_floor is not None and frac < t.spec_floor:
+                _add(rep, f"{t.name}_below_spec", f"{t.name} at {frac:.2f}x spec < {t.spec_floor}")
         base = (baseline or {}).get(t.figure) if t.vs_baseline else None
         if base:
-            rep.fraction_of_baseline[t.name] = value / base if t.higher_is_better else base / value
-            if rep.fraction_of_baseline[t.name] < BASELINE_FLOOR:
-                rep.reasons.append(f"{t.name} at {rep.fraction_of_baseline[t.name]:.2f}x baseline < {BASELINE_FLOOR}")
-    rep.degraded = bool(rep.reasons)
+            frac = rep.fraction_of_baseline[t.name] = value / base if t.higher_is_better else base / value
+            if judged and frac < BASELINE_FLOOR:
+                _add(rep, f"{t.name}_below_baseline", f"{t.name} at {frac:.2f}x baseline < {BASELINE_FLOOR}")
+    for code, text in (problems or {}).items():
+        _add(rep, code, text)
+    rep.degraded = bool(rep.codes)
     return rep
 
 
-def baseline_key(figures: dict[str, Any]) -> str:
-    """Key a baseline by device name and uuid, so a swapped GPU is never judged against another's."""
-    return f"{figures.get('gpu_name', '')}|{figures.get('gpu_uuid', '')}"
-
-
-def load_baselines(path: Path) -> dict[str, Any]:
-    """Return the stored baselines ({} when missing or unreadable)."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def store_baseline(path: Path, figures: dict[str, Any], now: float) -> bool:
-    """Write this device's figures as its baseline atomically; return False if the state dir is not writable."""
-    data = load_baselines(path)
-    data[baseline_key(figures)] = {"figures": {t.figure: figures[t.figure] for t in TESTS if t.figure in figures},
-                                   "calibrated_at": now, "torch_version": figures.get("torch_version")}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
-        os.replace(tmp, path)
-    except OSError as exc:
-        log.warning("canary baseline not stored", extra={"path": str(path), "error": str(exc)})
-        return False
-    return True
+def _add(rep: Report, code: str, text: str) -> None:
+    rep.codes.append(code)
+    rep.reasons.append(text)
 
 
 def canary_families(rep: Report) -> list[Metric]:
@@ -132,9 +117,21 @@ def canary_families(rep: Report) -> list[Metric]:
     for test, frac in rep.fraction_of_spec.items():
         gauge("sloguard_canary_fraction_of_spec", "Achieved / datasheet peak.", frac, {"test": test})
     for test, frac in rep.fraction_of_baseline.items():
-        gauge("sloguard_canary_fraction_of_baseline", "Achieved / this GPU's calibrated baseline (>1 better).",
+        gauge("sloguard_canary_fraction_of_baseline", "Achieved / this GPU's baseline (>1 better).",
               frac, {"test": test})
-    gauge("sloguard_canary_degraded", "1 if below 0.90x baseline or the spec floor.", float(rep.degraded))
-    gauge("sloguard_canary_duration_seconds", "Wall time of the canary subprocess.", rep.duration_seconds)
+    gauge("sloguard_canary_degraded", "1 if a named reason holds (see degraded_reason).", float(rep.degraded))
+    for code in rep.codes:
+        gauge("sloguard_canary_degraded_reason", "1 for each reason the last run was judged degraded.", 1.0,
+              {"reason": code})
+    gauge("sloguard_canary_contended",
+          "1 if the run shared the GPU with other work (throughput not judged, not baselined); absent if unknown.",
+          None if rep.contended is None else float(rep.contended))
+    gauge("sloguard_canary_contention_ratio", "Share of the run's samples with other work busy on the GPU.",
+          rep.contention_share)
+    gauge("sloguard_canary_wait_seconds", "Time the run waited for a quiet gap before it started.",
+          rep.waited_seconds)
+    gauge("sloguard_canary_baseline_runs", "Uncontended healthy runs the baseline is the median of.",
+          float(rep.baseline_runs))
+    gauge("sloguard_canary_duration_seconds", "Wall time of the canary run, waiting included.", rep.duration_seconds)
     gauge("sloguard_canary_last_run_timestamp_seconds", "Unix time the last canary run finished.", rep.timestamp)
     return fams.all()

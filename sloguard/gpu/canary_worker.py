@@ -1,6 +1,6 @@
 """Canary subprocess: GEMM, copy bandwidth and a tiny decoder, measured with torch; prints one JSON line.
 
-The only sloguard module that imports torch. Run as `python -m sloguard.probes.canary_worker --device D`.
+The only sloguard module that imports torch. Run as `python -m sloguard.gpu.canary_worker --device D`.
 SIGTERM interrupts between kernels: the worker synchronises, releases CUDA and exits 143 within ~1 s.
 """
 
@@ -187,9 +187,11 @@ def run(device: str) -> dict[str, Any]:
     with torch.inference_mode():
         out: dict[str, Any] = {**identity(dev), "dtype": str(dtype).removeprefix("torch."),
                                "torch_version": torch.__version__}
+        out["kernels_started_at"] = time.time()  # wall clock: the window a co-located workload may feel
         out["matmul_flops"] = matmul_flops(dev, dtype, s, timer)
         out["copy_bandwidth_bytes_per_second"] = copy_bandwidth(dev, s, timer)
         out.update(decoder_latency(dev, dtype, s, timer))
+        out["kernels_finished_at"] = time.time()
     out["busy_seconds"] = time.perf_counter() - t0  # device time incl. context set-up, for the duty cycle
     return out
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 torch = pytest.importorskip("torch")
-from sloguard.probes import canary_worker as w  # noqa: E402
-from sloguard.probes.gpu_specs import lookup  # noqa: E402
+from sloguard.gpu import canary_worker as w  # noqa: E402
+from sloguard.gpu.specs import lookup  # noqa: E402
 
 
 @pytest.mark.parametrize(("name", "model"), [

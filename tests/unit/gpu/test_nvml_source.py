@@ -12,12 +12,13 @@ from typing import Any
 
 import pynvml
 import pytest
-from nvml_fake import FakeGPU, FakeNVML, names, promtool_check, samples
+from support.exposition import names, promtool_check, samples
+from support.nvml_fake import FakeGPU, FakeNVML
 
 from sloguard.clock import FakeClock
 from sloguard.config.spec import GPUSpec, ProcessSpec
-from sloguard.sources.base import SourceError
-from sloguard.sources.nvml import NVMLSource, nvml_enabled
+from sloguard.gpu.nvml import NVMLSource, nvml_enabled
+from sloguard.sources.base import SourceAbsent, SourceError
 
 U0, U1 = "GPU-aaaa", "GPU-bbbb"
 
@@ -152,25 +153,25 @@ def test_repeated_collections_do_not_reinitialise() -> None:
     assert (fake.inits, fake.sets_created, fake.shutdowns) == (1, 1, 0)
 
 
-@pytest.mark.parametrize(("mode", "quiet"), [("auto", True), ("on", False)])
-def test_missing_library(mode: str, quiet: bool) -> None:
+@pytest.mark.parametrize(("mode", "absent"), [("auto", True), ("on", False)])
+def test_missing_library(mode: str, absent: bool) -> None:
     fake = _fake()
     fake.init_error = pynvml.NVML_ERROR_LIBRARY_NOT_FOUND
     src = _src(fake, nvml=mode)
-    if quiet:
-        assert _collect(src) == []
-    else:
-        with pytest.raises(SourceError, match="NVML unavailable") as exc:
-            _collect(src)
-        assert exc.value.reason == "library_not_found"
+    with pytest.raises(SourceError, match="no NVIDIA driver library" if absent else "NVML unavailable") as exc:
+        _collect(src)
+    assert exc.value.reason == "library_not_found"
+    assert isinstance(exc.value, SourceAbsent) is absent  # absent: no sloguard_source_up at all
 
 
-def test_real_pynvml_without_a_gpu_is_quiet_no_data() -> None:
-    code = ("import asyncio; from sloguard.config.spec import GPUSpec; from sloguard.sources.nvml import NVMLSource;"
-            "print(len(asyncio.run(NVMLSource(GPUSpec()).collect()).families))")
+def test_real_pynvml_without_a_driver_is_absent() -> None:
+    code = ("import asyncio; from sloguard.config.spec import GPUSpec; from sloguard.gpu.nvml import NVMLSource\n"
+            "from sloguard.sources.base import SourceAbsent\n"
+            "try:\n    print(len(asyncio.run(NVMLSource(GPUSpec()).collect()).families))\n"
+            "except SourceAbsent as exc:\n    print('absent', exc.reason)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     has_gpu = Path("/dev/nvidiactl").exists()
-    assert has_gpu or out.stdout.strip() == "0"
+    assert has_gpu or out.stdout.strip() == "absent library_not_found"
 
 
 def test_unexpected_field_error_omits_field_only() -> None:
