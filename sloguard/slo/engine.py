@@ -11,7 +11,7 @@ from sloguard.model import ProbeResult
 from sloguard.slo import export
 from sloguard.slo.evaluate import ServerWindowsLike, evaluate
 from sloguard.slo.model import SLO, Indicator, SLOStatus, indicators, is_good
-from sloguard.windows.probe import ProbeWindow, judge
+from sloguard.windows.probe import ProbeWindow, encode, judge
 
 ALL = ""  # the all-requests segment
 CounterKey = tuple[str, tuple[tuple[str, str], ...], bool]  # (slo, budget labels, good)
@@ -109,27 +109,34 @@ class SLOEngine:
 
     def _add(self, results: Iterable[ProbeResult], count: bool, only: set[str] | None = None) -> None:
         probe_slos = [s for s in self._slos if s.source == "probe" and (only is None or s.name in only)]
-        plans = {s.name: (indicators(s), tuple((o.metric, o.threshold) for o in s.objectives)) for s in probe_slos}
+        plans = {s.name: _plan(s) for s in probe_slos}
         for r in results:
+            encoded = encode(r)
             for slo in probe_slos:
                 if r.target != slo.target or (slo.probe is not None and r.probe != slo.probe):
                     continue
-                budgets, objectives = plans[slo.name]
+                budgets, objectives, bits = plans[slo.name]
                 good = is_good(r, slo.goodput)
-                missed, judged = judge(r, objectives)
+                missed, judged = judge(r, objectives, encoded)
                 segments = self._windows[slo.name]
-                segments[ALL].add(r, good, missed)
+                segments[ALL].add(r, good, missed, encoded)
                 if slo.segment_by == "prompt_bucket":
-                    segments.setdefault(r.prompt_bucket, ProbeWindow(slo.window)).add(r, good, missed)
+                    segments.setdefault(r.prompt_bucket, ProbeWindow(slo.window)).add(r, good, missed, encoded)
                 if count:
-                    self._count(slo, budgets, r, good, missed, judged)
+                    self._count(slo.name, budgets, r, good, (missed, judged, bits))
 
-    def _count(self, slo: SLO, budgets: tuple[Indicator, ...], r: ProbeResult, good: bool, missed: int,
-               judged: int) -> None:
-        bits = {ind: 1 << i for i, o in enumerate(slo.objectives) for ind in budgets
-                if (ind.metric, ind.percentile, ind.threshold) == (o.metric, o.percentile, o.threshold)}
+    def _count(self, slo: str, budgets: tuple[Indicator, ...], r: ProbeResult, good: bool,
+               objectives: tuple[int, int, dict[Indicator, int]]) -> None:
         for ind in budgets:
-            verdict = _judged(r, ind, good, (missed, judged, bits))
+            verdict = _judged(r, ind, good, objectives)
             if verdict is not None:
-                key = counter_key(slo.name, ind, verdict)
+                key = counter_key(slo, ind, verdict)
                 self._requests[key] = self._requests.get(key, 0) + 1
+
+
+def _plan(slo: SLO) -> tuple[tuple[Indicator, ...], tuple[tuple[str, float], ...], dict[Indicator, int]]:
+    """Return what judging a request for an SLO needs: its budgets, objectives and each budget's miss bit."""
+    budgets = indicators(slo)
+    bits = {ind: 1 << i for i, o in enumerate(slo.objectives) for ind in budgets
+            if (ind.metric, ind.percentile, ind.threshold) == (o.metric, o.percentile, o.threshold)}
+    return budgets, tuple((o.metric, o.threshold) for o in slo.objectives), bits

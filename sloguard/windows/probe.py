@@ -30,7 +30,16 @@ import numpy as np
 
 from sloguard.model import ProbeResult
 from sloguard.windows.rolling import EVICT_CHUNK, RAW_CAP, BucketRing, RawRing, Rows
-from sloguard.windows.sketch import EMPTY_SKETCH, ExactQuantiles, Sketch, at_rank, merge, quantile, sketch_of
+from sloguard.windows.sketch import (
+    EMPTY_SKETCH,
+    ExactQuantiles,
+    Sketch,
+    at_rank,
+    lerp_percentiles,
+    merge,
+    quantile,
+    sketch_of,
+)
 
 # Metric name -> ProbeResult field; "decode" is derived as e2e − ttft. ITL is the request's p99 gap.
 METRICS: Mapping[str, str] = {
@@ -61,6 +70,7 @@ _N = len(METRICS)
 OK, GOOD = 1, 2  # flag bits; bit MISS << i: the request missed the SLO's objective i
 MISS = 4
 MAX_OBJECTIVES = 14  # 16 flag bits
+_NO_VALUES = np.zeros(0)
 SENTINEL = 1e12  # above every real latency: where censored values go for the exactness check
 MIN_BUCKET = 60.0
 BUCKETS_PER_WINDOW = 1008  # 28d -> 40 min buckets
@@ -108,13 +118,22 @@ def encode(result: ProbeResult) -> tuple[float | None, ...]:
     return tuple(_failed_value(m, v, result, ran) for m, v in zip(_STORED_METRICS, values, strict=True))
 
 
-def judge(result: ProbeResult, objectives: Sequence[tuple[str, float]]) -> tuple[int, int]:
+def _decode(e2e: float | None, ttft: float | None) -> float | None:
+    """Return one request's decode as decode_column encodes it (None: undefined)."""
+    if ttft is None or e2e is None or ttft < 0:
+        return None
+    return e2e - ttft if e2e >= 0 else censored(-e2e - 1.0 - ttft)
+
+
+def judge(result: ProbeResult, objectives: Sequence[tuple[str, float]],
+          encoded: tuple[float | None, ...] | None = None) -> tuple[int, int]:
     """Return (missed, judged) bit sets over (metric, threshold) objectives: judged = it has a value or a
-    censoring for the metric; missed = censored, or above the threshold."""
-    values: dict[str, float | None] = dict(zip(_STORED_METRICS, encode(result), strict=True))
-    ttft, e2e = values.get("ttft"), values.get("e2e")
-    if ttft is not None and e2e is not None:
-        values["decode"] = float(decode_column(np.array([e2e]), np.array([ttft]))[0])
+    censoring for the metric; missed = censored, or above the threshold. `encoded`: encode(result), if known."""
+    if not objectives:
+        return 0, 0
+    values: dict[str, float | None] = dict(zip(_STORED_METRICS, encoded or encode(result), strict=True))
+    if any(metric == "decode" for metric, _ in objectives):
+        values["decode"] = _decode(values.get("e2e"), values.get("ttft"))
     missed = judged = 0
     for i, (metric, threshold) in enumerate(objectives):
         v = values.get(metric)
@@ -128,17 +147,14 @@ def judge(result: ProbeResult, objectives: Sequence[tuple[str, float]]) -> tuple
 
 def decode_column(e2e: np.ndarray, ttft: np.ndarray) -> np.ndarray:
     """Return decode = e2e − ttft, censored at e2e's bound − ttft where e2e is censored and ttft exact."""
+    out: np.ndarray = e2e - ttft
     with np.errstate(invalid="ignore"):
-        plain = e2e - ttft
-        bound = np.maximum(0.0, -e2e - 1.0 - ttft)
-        out: np.ndarray = np.where(ttft >= 0, np.where(e2e >= 0, plain, np.where(e2e < 0, -1.0 - bound, np.nan)),
-                                   np.nan)
+        rows = np.flatnonzero(np.minimum(e2e, ttft) < 0)  # a censored side (NaN compares False): rare
+    if rows.size:
+        e, t = e2e[rows], ttft[rows]
+        with np.errstate(invalid="ignore"):
+            out[rows] = np.where((e < 0) & (t >= 0), -1.0 - np.maximum(0.0, -e - 1.0 - t), np.nan)
     return out
-
-
-def split(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Return (exact values, censored bounds) of a stored column; NaN (undefined) in neither."""
-    return values[values >= 0], -values[values < 0] - 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,19 +167,44 @@ class Quantile:
     count: int
 
 
-def _lower_and_exact(exact: np.ndarray, bounds: np.ndarray, qs: Sequence[float]) -> list[tuple[float, bool]]:
-    """Return (lower bound, exact) per quantile: exact when censored values at SENTINEL give the same value."""
-    low = ExactQuantiles(np.concatenate([exact, bounds])).quantiles(qs) or ()
-    if not bounds.size:
-        return [(v, True) for v in low]
-    high = ExactQuantiles(np.concatenate([exact, np.full(bounds.size, SENTINEL)])).quantiles(qs) or ()
-    return [(lo, lo == hi) for lo, hi in zip(low, high, strict=True)]
+class _Orders:
+    """One metric's order statistics over a window: censored requests at their bounds (the lower-bound
+    arrangement, built at once) and, only when a censored value could matter, the measured values alone."""
+
+    def __init__(self, column: np.ndarray) -> None:
+        self._column = column
+        with np.errstate(invalid="ignore"):
+            cut = np.flatnonzero(column < 0)
+        self.n_censored = int(cut.size)
+        self._min_bound = math.inf
+        low = column
+        if cut.size:  # rare: only windows holding failed requests copy the column
+            low = column.copy()
+            low[cut] = -low[cut] - 1.0
+            self._min_bound = float(low[cut].min())
+        self.low = ExactQuantiles(low)  # NaN (undefined) is dropped
+        self._measured: ExactQuantiles | None = None
+
+    def exact(self, q: float, low: float) -> bool:
+        """Return whether the q-quantile is unchanged with every censored value at +∞ (SENTINEL)."""
+        n, n_measured = self.low.n, self.low.n - self.n_censored
+        pos = q * (n - 1)
+        top = min(math.floor(pos) + (1 if pos > math.floor(pos) else 0), n - 1)
+        if top >= n_measured and self.n_censored:
+            return False
+        if self._min_bound > self.low.at(top):  # every censored value already sits above the ranks used
+            return True
+        if self._measured is None:
+            self._measured = ExactQuantiles(self._column[self._column >= 0])
+        measured = self._measured
+        high = lerp_percentiles(n, (q,), lambda r: measured.at(r) if r < n_measured else SENTINEL)[0]
+        return high == low
 
 
 class WindowView:
     """The requests of one window: exact counts, and exact or sketched percentiles (built once per metric)."""
 
-    __slots__ = ("_cache", "_column", "_flags", "_old_count", "_sketch", "exact", "good", "ok", "total")
+    __slots__ = ("_cache", "_column", "_flags", "_orders", "_sketch", "_sketches", "exact", "good", "ok", "total")
 
     def __init__(self, total: int, ok: int, good: int, column: Callable[[int], np.ndarray],
                  sketch: Callable[[int], tuple[Sketch, Sketch]] | None,
@@ -171,6 +212,8 @@ class WindowView:
         self.total, self.ok, self.good, self.exact = total, ok, good, sketch is None
         self._column, self._sketch, self._flags = column, sketch, flags
         self._cache: dict[str, tuple[Quantile, ...] | None] = {}
+        self._orders: dict[str, _Orders] = {}
+        self._sketches: dict[str, tuple[Sketch, Sketch]] = {}
 
     def count(self, bit: int) -> int:
         """Return how many requests have a flag bit set (MISS << i: missed objective i)."""
@@ -180,13 +223,27 @@ class WindowView:
         """Return the requests with a value or a censoring for the metric."""
         if self._sketch is None:
             return int(np.count_nonzero(~np.isnan(self._column(_COLUMN[metric]))))
-        exact, cens = self._sketch(_COLUMN[metric])
+        exact, cens = self._sketch_pair(metric)
         return exact.count + cens.count
+
+    def _sketch_pair(self, metric: str) -> tuple[Sketch, Sketch]:
+        """Return the metric's (measured, censored-bound) sketches over the window, merged once."""
+        assert self._sketch is not None
+        if metric not in self._sketches:
+            self._sketches[metric] = self._sketch(_COLUMN[metric])
+        return self._sketches[metric]
 
     def quantiles(self, metric: str, qs: Sequence[float]) -> tuple[float, ...] | None:
         """Return the metric's quantiles (q in 0..1), censored requests at their bounds; None without a value."""
+        if self._sketch is None:
+            return self._order(metric).low.quantiles(qs)
         got = self.censored_quantiles(metric, qs)
         return None if got is None else tuple(q.value for q in got)
+
+    def _order(self, metric: str) -> _Orders:
+        if metric not in self._orders:
+            self._orders[metric] = _Orders(self._column(_COLUMN[metric]))
+        return self._orders[metric]
 
     def censored_quantiles(self, metric: str, qs: Sequence[float]) -> tuple[Quantile, ...] | None:
         """Return each quantile with its censored flag: numpy-exact or ≤1% relative; None without a value."""
@@ -196,15 +253,15 @@ class WindowView:
         return self._cache[key]
 
     def _exact(self, metric: str, qs: Sequence[float]) -> tuple[Quantile, ...] | None:
-        exact, bounds = split(self._column(_COLUMN[metric]))
-        n = exact.size + bounds.size
-        if not n:
+        order = self._order(metric)
+        low = order.low.quantiles(qs)
+        if low is None:
             return None
-        return tuple(Quantile(v, not ok, int(bounds.size), n) for v, ok in _lower_and_exact(exact, bounds, qs))
+        return tuple(Quantile(v, not order.exact(q, v), order.n_censored, order.low.n) for q, v in zip(qs, low,
+                                                                                                     strict=True))
 
     def _sketched(self, metric: str, qs: Sequence[float]) -> tuple[Quantile, ...] | None:
-        assert self._sketch is not None
-        exact, cens = self._sketch(_COLUMN[metric])
+        exact, cens = self._sketch_pair(metric)
         both = merge([exact, cens])
         n = both.count
         if not n:
@@ -231,16 +288,18 @@ class ProbeWindow:
         self._flush_at = min(chunk, FLUSH_AT)
         self._raw_sketches: dict[int, tuple[int, int, int, Sketch]] = {}  # column -> version, lo, hi, sketch
 
-    def add(self, result: ProbeResult, good: bool, missed: int = 0) -> None:
+    def add(self, result: ProbeResult, good: bool, missed: int = 0,
+            encoded: tuple[float | None, ...] | None = None) -> None:
         """Record one request (O(1): buffered, stored in bulk).
 
-        `good`: it met every goodput threshold; `missed`: bit i set when it missed objective i.
+        `good`: it met every goodput threshold; `missed`: bit i set when it missed objective i; `encoded`:
+        encode(result) when the caller has it already.
         """
         flags = (OK | (GOOD if good else 0)) if result.ok else 0
         if result.ts < self.since:
             self.since = result.ts
         self.first_ts = min(self.first_ts, result.ts)
-        self._pending.append((result.ts, flags | (missed * MISS), *encode(result)))
+        self._pending.append((result.ts, flags | (missed * MISS), *(encoded or encode(result))))
         if len(self._pending) >= self._flush_at:
             self._flush()
 
@@ -302,6 +361,8 @@ class ProbeWindow:
             self._old.add(Rows(evicted.ts, evicted.flags, np.column_stack([exact, bounds])))
 
     def _column(self, m: int, lo: int, hi: int) -> np.ndarray:
+        if m != _DECODE and not self._raw.allocated(m):  # never a value: no data, without a NaN array
+            return _NO_VALUES
         if m == _DECODE:
             return decode_column(self._raw.column(_E2E, lo, hi), self._raw.column(_TTFT, lo, hi))
         return self._raw.column(m, lo, hi)

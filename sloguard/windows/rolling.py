@@ -77,6 +77,10 @@ class RawRing:
         """Return a view of the flag bits held, in timestamp order."""
         return self._flags[self._start : self._end]
 
+    def allocated(self, m: int) -> bool:
+        """Return whether metric m has held a finite value (else every row is NaN)."""
+        return self._cols[m] is not None
+
     def column(self, m: int, lo: int, hi: int) -> np.ndarray:
         """Return metric m of held rows lo..hi (positions as counted by index); NaN where undefined."""
         col = self._cols[m]

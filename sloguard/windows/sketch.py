@@ -118,9 +118,10 @@ class ExactQuantiles:
 
     def quantiles(self, qs: Sequence[float]) -> tuple[float, ...] | None:
         """Return the quantiles (q in 0..1) of the finite values; None when there are none."""
-        return lerp_percentiles(self.n, qs, self._at) if self.n else None
+        return lerp_percentiles(self.n, qs, self.at) if self.n else None
 
-    def _at(self, rank: int) -> float:
+    def at(self, rank: int) -> float:
+        """Return the order statistic of a rank (0 = smallest finite value)."""
         j = int(np.searchsorted(self._cum, rank, side="right"))
         run = self._runs.get(j)
         if run is None:
