@@ -23,7 +23,9 @@ def _budget(ind: Indicator) -> str:
 
 
 def _dur(seconds: float) -> str:
-    return format_duration(round(seconds)) if seconds >= 1 else f"{seconds:.2g}s"
+    if seconds >= 5400:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 60:.1f}m" if seconds >= 60 else f"{seconds:.0f}s"
 
 
 def _row(rule: BurnRule) -> str:
