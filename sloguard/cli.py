@@ -53,6 +53,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     print(f"{args.config}: ok ({len(cfg.targets)} targets, {len(cfg.probes)} probes, {len(cfg.slos)} SLOs, "
           f"{len(cfg.alerts)} alerts, {len(cfg.notifiers)} notifiers)")
     print(state_line)
+    _print_detection(cfg)
     if not args.online or secrets is None:
         return 0
     return max(_check_listen_online(cfg.listen), _check_targets_online(cfg, secrets.targets),
@@ -91,6 +92,19 @@ def _check_records_online(cfg: Config) -> int:
     for target, ok, message in rows:
         print(f"records: target {target}: {'ok' if ok else 'MISSING'}: {message}")
     return 0 if all(ok for _, ok, _ in rows) else 1
+
+
+def _print_detection(cfg: object) -> None:
+    """Print what each SLO's burn alerts can detect at the configured probe rate, and warnings to stderr."""
+    from sloguard.config.spec import Config
+    from sloguard.slo.detection import report
+
+    assert isinstance(cfg, Config)
+    lines, warnings = report(cfg)
+    for line in lines:
+        print(line)
+    for line in warnings:
+        print(line, file=sys.stderr)
 
 
 def _cmd_config(args: argparse.Namespace) -> int:

@@ -93,6 +93,7 @@ class ProbeResult:
     queue_s: float | None = None
     prefill_s: float | None = None
     server_decode_s: float | None = None
+    elapsed_s: float | None = None  # t0 to when the request ended (success, timeout, reset or error)
     # Guardrail checks (sloguard.guardrails): "" for a latency probe, else the check kind ("abort", "oversized_prompt"),
     # its outcome (released, leaked, rejected, truncated, ...) and what it measured: seconds from the client's
     # disconnect to the engine releasing the request, or from sending the oversized prompt to the answer.

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sloguard.config.units import format_duration, parse_duration
+from sloguard.slo.burnrate import STANDARD_WINDOWS
 
 OK, BREACH, NO_DATA = "OK", "BREACH", "no data"
 Doc = Mapping[str, Any]
@@ -72,9 +73,7 @@ def _goodput_state(ratio: Any, target: Any) -> str:
 def slo_lines(slo: Doc, window: str = "5m") -> list[str]:
     """Return a few terminal lines for one SLO over one window (the demo's live status)."""
     lines = [f"SLO {slo.get('name')} ({slo.get('source')}, target {slo.get('target')}), {window} window:"]
-    for o in _rows_at(slo.get("objectives") or [], window):
-        lines.append(f"  {_verdict(o.get('compliant')):8} p{o.get('percentile', 0):g} {o.get('metric'):5} "
-                     f"{seconds(o.get('value')):>8}  (objective {threshold(o.get('threshold'))})")
+    lines += [_objective_line(o) for o in _rows_at(slo.get("objectives") or [], window)]
     target = slo.get("goodput_target")
     for w in _rows_at(slo.get("windows") or [], window):
         if w.get("goodput_ratio") is not None:
@@ -84,14 +83,56 @@ def slo_lines(slo: Doc, window: str = "5m") -> list[str]:
     return lines + [f"  {note}" for note in _notes(slo, window)]
 
 
+# The event a censored request never reached, by metric (README "Exact definitions": censored latencies).
+_EVENT = {"ttft": "the first token", "ttfot": "the first output token", "e2e": "the end", "tpot": "the end",
+          "itl": "the end", "decode": "the end"}
+
+
+def _value(o: Doc) -> str:
+    """Format an objective's quantile; a lower bound (censored by requests that ended early) reads `≥ 1900ms`."""
+    return ("≥ " if o.get("censored") else "") + seconds(o.get("value"))
+
+
+def _objective_line(o: Doc) -> str:
+    line = (f"  {_verdict(o.get('compliant')):8} p{o.get('percentile', 0):g} {o.get('metric'):5} "
+            f"{_value(o):>8}  (objective {threshold(o.get('threshold'))})")
+    if o.get("censored"):
+        line += (f": {o.get('censored_count')} of {o.get('count')} ended before "
+                 f"{_EVENT.get(str(o.get('metric')), 'the event')}")
+    return line
+
+
+def _span(seconds_: float) -> str:
+    if seconds_ >= 3600:
+        return f"{seconds_ / 3600:.1f}h"
+    return f"{seconds_ / 60:.0f}m" if seconds_ >= 60 else f"{seconds_:.0f}s"
+
+
+def budget_line(b: Doc, window: str) -> str:
+    """Say what pages and why: budget left over the SLO window, its data coverage, the fastest row's state."""
+    name = str(b.get("sli", "")) + (f" ({b['metric']} p{b['percentile']})" if b.get("metric") else "")
+    left = NO_DATA if b.get("remaining") is None else f"{percent(b['remaining'])} of the {window} budget left"
+    covered = f"{_span(float(b.get('covered') or 0.0))} of data"
+    rows = [r for r in b.get("rows") or [] if r.get("meaning") != "never"]
+    row = next((r for r in rows if r.get("fires")), next((r for r in rows if r.get("severity") == "page"), None))
+    if row is None:
+        return f"{name} budget: {left} ({covered}); no burn alert can fire"
+    state = "PAGING" if row.get("fires") and row["severity"] == "page" else ("TICKET" if row.get("fires") else "quiet")
+    return (f"{name} budget: {left} ({covered}); {state}: burning {row.get('burn_long') or 0:.3g}x over "
+            f"{row['long_window']} ({row['severity']} at {row['factor']:g}x over {row['long_window']} and "
+            f"{row['short_window']}, with >= {row.get('min_bad') or 0:.0f} bad: {row.get('bad_long') or 0:.0f})")
+
+
 def _notes(slo: Doc, window: str) -> list[str]:
     notes = []
     for s in _rows_at(slo.get("stages") or [], window):
         if s.get("budget") is not None and s.get("p95") is not None:
             notes.append(f"stage {s['stage']:8} p95 {seconds(s['p95']):>8} of budget {threshold(s['budget'])}"
                          + (" (estimate)" if s.get("estimate") else ""))
+    budgets = slo.get("error_budgets") or []
+    notes += [budget_line(b, str(slo.get("window"))) for b in budgets]
     budget = slo.get("error_budget_remaining")
-    if budget is not None:
+    if not budgets and budget is not None:
         notes.append(f"error budget remaining ({slo.get('window')}): {percent(budget)}")
     if slo.get("worst_stage"):
         notes.append(f"most over budget: {slo['worst_stage']}")
@@ -113,10 +154,15 @@ def _window_seconds(w: str) -> float:
 
 
 def slo_windows(slo: Doc) -> tuple[str, ...]:
-    """Return the SLO's windows present in the document, shortest first."""
+    """Return the SLO's reporting windows present in the document, shortest first.
+
+    The standard windows and the SLO's own; the short windows that only burn-rate rows read (1m, 10m) are left
+    out, so a table's state is never judged on a minute of probes.
+    """
     found = {str(i["window"]) for key in ("objectives", "windows") for i in slo.get(key) or []
              if i.get("window") and not i.get("segment")}
-    return tuple(sorted(found, key=_window_seconds))
+    shown = {w for w in found if _window_seconds(w) in STANDARD_WINDOWS or w == slo.get("window")}
+    return tuple(sorted(shown or found, key=_window_seconds))
 
 
 def _objective_rows(slo: Doc, windows: Sequence[str]) -> list[tuple[str, tuple[Cell, ...]]]:
@@ -127,7 +173,7 @@ def _objective_rows(slo: Doc, windows: Sequence[str]) -> list[tuple[str, tuple[C
             by_key.setdefault(key, {})[str(o.get("window"))] = o
     rows = []
     for (metric, pct, limit), at in by_key.items():
-        cells = tuple(Cell(seconds(at[w].get("value")), _verdict(at[w].get("compliant"))) if w in at
+        cells = tuple(Cell(_value(at[w]), _verdict(at[w].get("compliant"))) if w in at
                       else Cell("-") for w in windows)
         rows.append((f"p{pct:g} {metric} <= {threshold(limit)}", cells))
     return rows

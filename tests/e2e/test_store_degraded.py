@@ -49,10 +49,10 @@ def metric(d: Proc, name: str, labels: dict[str, str] | None = None) -> float:
 
 
 def counted(body: str) -> tuple[float, float, float]:
-    """Return (failed probe requests, requests the SLO judged bad, all probe requests) from one exposition."""
+    """Return (failed probe requests, requests the SLO's availability budget judged bad, all probe requests)."""
     failed = sum(value(body, "sloguard_probe_requests_total", {"outcome": o}) for o in ("error", "timeout"))
-    return (failed, value(body, "sloguard_slo_requests_total", {"slo": "sim-latency", "good": "false"}),
-            value(body, "sloguard_probe_requests_total"))
+    bad = value(body, "sloguard_slo_requests_total", {"slo": "sim-latency", "sli": "availability", "good": "false"})
+    return failed, bad, value(body, "sloguard_probe_requests_total")
 
 
 def store_tracebacks(log: str) -> list[str]:
