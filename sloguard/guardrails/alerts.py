@@ -78,12 +78,18 @@ def _rule(target: str, name: str, guard: GuardBase) -> GuardRule:
     threshold = limit(guard)
     window = format_duration(guard.window)
     sel = f"{{guardrail={json.dumps(name)},target={json.dumps(target)}}}"
+    held = query(f"{EVIDENCE}{{target='{target}',guardrail='{name}'}}", 'printf "%.0f"')
     summary = (f'{kind.what} on {{{{ $labels.target }}}} {{{{ $labels.model }}}} is {{{{ $value | printf "%.3g" }}}} '
-               f"over {window} (alert {kind.op} {threshold:g})")
+               f"over {window} (alert {kind.op} {threshold:g}; the window holds {held} {kind.evidence})")
     labels = {**guard.labels, "severity": guard.severity, "guardrail": name}
     return GuardRule(kind.alert, f"{VALUE}{sel} {kind.op} {threshold!r}", guard.for_, labels,
-                     {"summary": summary, "description": kind.runbook, "evidence": f"{EVIDENCE}{sel}: {kind.evidence}"},
-                     f"{kind.alert}:{target}")
+                     {"summary": summary, "description": kind.runbook}, f"{kind.alert}:{target}")
+
+
+def query(selector: str, render: str) -> str:
+    """Return the alert-template query that prints another series' value (sloguard.alerts.template subset)."""
+    return f'{{{{ with query "{selector}" }}}}{{{{ . | first | value | {render} }}}}{{{{ end }}}}'
+
 
 
 def guardrail_rules(cfg: Config) -> list[GuardRule]:
@@ -119,8 +125,12 @@ def check_rules(cfg: Config) -> list[GuardRule]:
         if kind is None:
             continue
         sel = f"{{check={json.dumps(p.kind)},probe={json.dumps(p.name)}}}"
+        last = query(f"sloguard_check_seconds{{probe='{p.name}'}}", "humanizeDuration")
+        status = query(f"sloguard_check_status_code{{probe='{p.name}'}}", 'printf "%.0f"')
+        evidence = (f"the last request ran on {last} after its client left" if p.kind == "abort" else
+                    f"the last answer: HTTP {status} after {last}")
         summary = (f"{kind.what}: {{{{ $labels.target }}}} failed {{{{ $value }}}} {kind.evidence} in a row "
-                   f"(probe {p.name})")
+                   f"(probe {p.name}; {evidence}, allowed {format_duration(p.within or 0.0)})")
         out.append(GuardRule(kind.alert, f"{CHECK_METRIC}{sel} {kind.op} {FAIL_AFTER}", 0.0,
                              {"severity": "warning", "check": p.kind},
                              {"summary": summary, "description": kind.runbook}, f"{kind.alert}:{p.name}"))
