@@ -30,6 +30,7 @@ from sloguard.exporter.server import Endpoints, start_server
 from sloguard.exporter.snapshot import Snapshot
 from sloguard.exporter.webconfig import load_web_config
 from sloguard.guardrails.server import GuardSignals
+from sloguard.guardrails.stagebudget import StageBudgets
 from sloguard.log import setup_logging
 from sloguard.model import Sample, ServerView
 from sloguard.notify import Notifier
@@ -107,6 +108,7 @@ class Daemon:
         self.server_windows = ServerWindows(max_age=server_horizon(slos))
         self.buckets = BucketAdvisor()
         self.guard = GuardSignals(cfg)  # guardrail signals: spec decoding, GPU/queue contradictions
+        self.stage_budgets = StageBudgets(cfg)  # stage p95 over budget, with the burn alerts' evidence guard
         self.probes = ProbeFeed(jobs_from_config(cfg, secrets.targets), cfg.probe_settings.history_size)
         # Values a rule can read continue across a restart: last success (and its age) come from the store.
         self.probes.metrics.restore(self.persist.probe_baselines())
@@ -186,6 +188,9 @@ class Daemon:
         self.drain_probes()
         self.statuses = self.slo.evaluate(now, self.server_windows)
         self.snapshot.put("slo", self.slo.families(self.statuses))
+        windows = {s.name: self.slo.windows(s.name)[""] for s in self.slo.slos}
+        self.stage_budgets.evaluate(self.slo.slos, windows, self.server_windows, now)
+        self.snapshot.put("stage_budgets", self.stage_budgets.families())
         self.snapshot.put("server", self.server_windows.families(now))
         self.snapshot.put("probes", self.probes.metrics.families(now))
         self.snapshot.put("checks", self.probes.checks.families())
@@ -249,6 +254,7 @@ class Daemon:
         self.probes.update(jobs)
         self.records.reconfigure(cfg, slos)
         self.guard.reconfigure(cfg)
+        self.stage_budgets.reconfigure(cfg)
         self.slo.reconfigure(slos, self.persist.history(self.clock.now() - history_horizon(slos)))
         self.server_windows.reconfigure({t.name for t in cfg.targets}, server_horizon(slos), self.clock.now())
         self.cfg = cfg

@@ -12,7 +12,7 @@ from sloguard.alerts.template import render
 from sloguard.config.spec import AlertSpec, Config
 from sloguard.config.units import format_duration
 from sloguard.gpu.alerts import GPU_ALERTS
-from sloguard.guardrails.alerts import check_rules, guardrail_rules
+from sloguard.guardrails.alerts import check_rules, guardrail_rules, stage_rules
 from sloguard.slo.burnrate import FALSE_PER_30D, BurnRule, BurnWindow, Z, plan
 from sloguard.slo.model import SLO, Indicator, indicators, slos_from_config
 
@@ -176,8 +176,8 @@ def probe_intervals(cfg: Config) -> dict[str, float]:
 
 def guard_rules(cfg: Config) -> tuple[Rule, ...]:
     """Return the guardrail alerts enabled per target (whatever builtin_alerts says) and, with builtin_alerts,
-    those of the configured guardrail check probes (sloguard.guardrails.alerts)."""
-    specs = guardrail_rules(cfg) + (check_rules(cfg) if cfg.builtin_alerts else [])
+    those of the configured guardrail check probes and of every SLO stage budget (sloguard.guardrails.alerts)."""
+    specs = guardrail_rules(cfg) + (check_rules(cfg) + stage_rules(cfg) if cfg.builtin_alerts else [])
     return tuple(Rule(g.name, (parse_expr(g.expr),), g.for_, labels=MappingProxyType(dict(g.labels)),
                       annotations=MappingProxyType(dict(g.annotations)), key=g.key, source=g.expr)
                  for g in specs)

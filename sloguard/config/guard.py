@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sloguard.config.units import Duration
 
@@ -99,3 +99,38 @@ def check_errors(kind: str, api: str, values: dict[str, object]) -> list[str]:
     if kind == "abort" and values.get("context_length") is not None:
         out.append("context_length: only for kind oversized_prompt")
     return out
+
+
+# Stage budgets with owners (`slos[].budgets: {queue: {p95: 200ms, owner: inference-team}}`; `queue: 200ms`
+# stays valid). The alert window must be one the SLO windows keep (sloguard.slo.burnrate.STANDARD_WINDOWS).
+BUDGET_WINDOWS = (300.0, 1800.0, 3600.0, 7200.0, 21600.0, 86400.0)
+
+
+class StageBudgetSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    p95: Annotated[Duration, Field(gt=0)] = Field(description="the stage's p95 latency budget")
+    owner: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@/ -]{0,62}$",
+                              description="who fixes this stage: the `owner` label of its alert, for routing")
+    for_: Duration = Field(default=600.0, ge=0, alias="for",
+                           description="how long the overrun must last before the alert fires")
+    window: Duration = Field(default=3600.0, description="the window the p95 is judged over: 5m, 30m, 1h, 2h, 6h "
+                                                          "or 1d")
+    severity: Severity = Field(default="warning", description="the alert's severity label (notifier routing)")
+
+    @field_validator("window")
+    @classmethod
+    def _kept_window(cls, value: float) -> float:
+        if value not in BUDGET_WINDOWS:
+            raise ValueError("must be one of 5m, 30m, 1h, 2h, 6h, 1d (a window the SLO keeps)")
+        return value
+
+
+def budget_p95(value: float | StageBudgetSpec) -> float:
+    """Return a budget's p95 seconds, whichever form it was written in."""
+    return value.p95 if isinstance(value, StageBudgetSpec) else float(value)
+
+
+def budget_spec(value: float | StageBudgetSpec) -> StageBudgetSpec:
+    """Return a budget in its long form (the short form takes the defaults)."""
+    return value if isinstance(value, StageBudgetSpec) else StageBudgetSpec.model_construct(p95=float(value))

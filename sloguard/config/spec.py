@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
-from sloguard.config.guard import CheckKind, GuardrailsSpec, check_defaults, check_errors
+from sloguard.config.guard import CheckKind, GuardrailsSpec, StageBudgetSpec, check_defaults, check_errors
 from sloguard.config.units import Duration
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}$")]
@@ -153,6 +153,16 @@ class ErrorRateSpec(Strict):
     target: float = Field(gt=0, lt=1, description="the share of requests that must succeed, e.g. 0.999")
 
 
+def _budget_form(value: Any) -> str:
+    return "budget-long" if isinstance(value, dict | StageBudgetSpec) else "budget-short"
+
+
+# `queue: 200ms` or `queue: {p95: 200ms, owner: team}`; the form decides which errors a bad value gets.
+StageBudget = Annotated[
+    Annotated[PositiveDuration, Tag("budget-short")] | Annotated[StageBudgetSpec, Tag("budget-long")],
+    Discriminator(_budget_form)]
+
+
 class SLOSpec(Strict):
     name: Name
     target: Name
@@ -162,7 +172,7 @@ class SLOSpec(Strict):
     goodput: GoodputSpec | None = None
     error_rate: ErrorRateSpec | None = None
     error_budget_window: PositiveDuration = 28 * 86400.0
-    budgets: dict[Stage, PositiveDuration] = Field(default_factory=dict)
+    budgets: dict[Stage, StageBudget] = Field(default_factory=dict)
     segment_by: Literal["prompt_bucket"] | None = None
     runbook_url: str | None = None
     dashboard_url: str | None = None

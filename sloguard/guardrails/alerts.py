@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sloguard.config.guard import GuardBase
+from sloguard.config.guard import GuardBase, budget_spec
 from sloguard.config.spec import Config
 from sloguard.config.units import format_duration
 from sloguard.guardrails.server import limit
@@ -134,4 +134,29 @@ def check_rules(cfg: Config) -> list[GuardRule]:
         out.append(GuardRule(kind.alert, f"{CHECK_METRIC}{sel} {kind.op} {FAIL_AFTER}", 0.0,
                              {"severity": "warning", "check": p.kind},
                              {"summary": summary, "description": kind.runbook}, f"{kind.alert}:{p.name}"))
+    return out
+
+
+STAGE_ALERT = "SloguardStageBudgetOverrun"
+STAGE_METRIC = "sloguard_stage_budget_breach_ratio"
+
+
+def stage_rules(cfg: Config) -> list[GuardRule]:
+    """Return one alert per SLO stage budget: its p95 over budget with the burn alerts' evidence, for `for`."""
+    out = []
+    for slo, stage, spec in ((s.name, str(stage), budget_spec(v)) for s in cfg.slos for stage, v in s.budgets.items()):
+        window = format_duration(spec.window)
+        sel = f"{{slo={json.dumps(slo)},stage={json.dumps(stage)},window={json.dumps(window)}}}"
+        owner = f" (owner {spec.owner})" if spec.owner else ""
+        summary = (f'SLO {slo} stage {stage}: p95 is {{{{ $value | printf "%.2f" }}}}x its '
+                   f"{format_duration(spec.p95)} budget over {window}{owner}")
+        description = (f"The {stage} stage's p95 stayed over its {format_duration(spec.p95)} budget for "
+                       f"{format_duration(spec.for_)}, with more requests over it than healthy operation at the "
+                       f"budget would give (the burn alerts' evidence guard). Look at where the time goes in the "
+                       f"latency-breakdown dashboard; the stage's owner decides the fix.")
+        labels = {"severity": spec.severity, "slo": slo, "stage": stage}
+        if spec.owner:
+            labels["owner"] = spec.owner
+        out.append(GuardRule(STAGE_ALERT, f"{STAGE_METRIC}{sel} > 1", spec.for_, labels,
+                             {"summary": summary, "description": description}, f"{STAGE_ALERT}:{slo}:{stage}"))
     return out

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
+from sloguard.config.guard import budget_p95
 from sloguard.config.spec import Config, SLOSpec
 from sloguard.model import ProbeResult
 from sloguard.slo.burnrate import windows_for
@@ -178,7 +179,7 @@ def slo_from_spec(spec: SLOSpec, probe_rate: float | None = None) -> SLO:
         goodput=None if gp is None else Goodput(gp.target, gp.ttft, gp.tpot, gp.e2e, gp.itl),
         error_objective=None if spec.error_rate is None else spec.error_rate.target,
         window=spec.error_budget_window,
-        budgets=MappingProxyType({str(k): v for k, v in spec.budgets.items()}),
+        budgets=MappingProxyType({str(k): budget_p95(v) for k, v in spec.budgets.items()}),
         segment_by=spec.segment_by,
         windows=windows_for(spec.error_budget_window),
         runbook_url=spec.runbook_url,

@@ -123,3 +123,27 @@ def test_engine_guardrail_alerts_reach_slack(tmp_path: Path, slack: SlackDouble)
             assert "prefix-cache hit ratio on sim" in firing(slack, "SloguardPrefixCacheHitRatioLow")[0]
         finally:
             daemon.stop()
+
+
+def test_stage_budget_alert_reaches_its_owner(tmp_path: Path, slack: SlackDouble) -> None:
+    with simulator(tmp_path, extra=("--background-rps", "0")) as sim:
+        probes = ("  - {name: sim-chat, target: sim, interval: 1s, timeout: 900ms, max_tokens: 4}\n"
+                  "slos:\n  - {name: chat, target: sim, probe: sim-chat, error_rate: {target: 0.99}, budgets: "
+                  "{ttft: {p95: 200ms, owner: inference-team, window: 5m, for: 0s}, decode: 1s}}\n")
+        text = config(sim, free_port(), tmp_path / "state", slack, probes, ["SloguardStageBudgetOverrun"])
+        text = text.replace("match: {alertname: ['SloguardStageBudgetOverrun']}", "match: {owner: [inference-team]}")
+        daemon = start_daemon(tmp_path, text)
+        try:
+            sel = {"slo": "chat", "stage": "ttft", "window": "5m"}
+            wait_until(lambda: metric_value(metrics(daemon), "sloguard_stage_budget_breach_ratio", sel) is not None,
+                       60, "a stage-budget reading")
+            assert (metric_value(metrics(daemon), "sloguard_stage_budget_breach_ratio", sel) or 9.9) <= 1.0
+            assert http_post(f"{sim.url}/sim/faults", {"stall_first_token_s": 0.3})[0] == 200
+            # 1 probe/s over 5m: the guard needs 37 requests over the budget, so ~37 s after the fault
+            wait_until(lambda: bool(firing(slack, "SloguardStageBudgetOverrun")), 120, "the owner's alert")
+            text = firing(slack, "SloguardStageBudgetOverrun")[0]
+            assert "SLO chat stage ttft: p95 is" in text and "(owner inference-team)" in text
+            evidence = metric_value(metrics(daemon), "sloguard_stage_budget_evidence_ratio", sel)
+            assert evidence is not None and evidence > 1.0
+        finally:
+            daemon.stop()
