@@ -40,6 +40,17 @@ def state(text: str, engine: str) -> EngineState:
     return EngineState(sum(running) if running else None, sum(aborted) if aborted else None)
 
 
+async def read_capped(resp: aiohttp.ClientResponse, limit: int) -> bytes:
+    """Return the whole body (`content.read(n)` may return only the first chunk); CheckError beyond `limit`."""
+    parts, size = [], 0
+    async for data in resp.content.iter_any():
+        size += len(data)
+        if size > limit:
+            raise CheckError(f"response larger than {limit} bytes")
+        parts.append(data)
+    return b"".join(parts)
+
+
 class EngineReader:
     """GET the target's /metrics and read its request signals; raise CheckError when that is not possible."""
 
@@ -58,7 +69,7 @@ class EngineReader:
                                                              allow_redirects=False) as resp:
                 if resp.status != 200:
                     raise CheckError(f"metrics: http {resp.status}")
-                body = await resp.content.read(MAX_BYTES)
+                body = await read_capped(resp, MAX_BYTES)
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise CheckError(f"metrics: {type(exc).__name__}: {exc}") from None
         return self._parse(body.decode("utf-8", "replace"))

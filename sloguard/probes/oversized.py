@@ -20,6 +20,7 @@ import aiohttp
 from sloguard.guardrails.checks import oversized_outcome, prompt_words
 from sloguard.model import ProbeResult
 from sloguard.probes.abort import check_result
+from sloguard.probes.enginestate import CheckError, read_capped
 from sloguard.probes.events import Events
 from sloguard.probes.job import ProbeJob
 from sloguard.probes.openai import request_for
@@ -61,8 +62,8 @@ async def served_context(session: aiohttp.ClientSession, job: ProbeJob) -> int |
         try:
             async with session.get(key[0] + path, headers=headers, allow_redirects=False,
                                    timeout=aiohttp.ClientTimeout(total=5.0)) as resp:
-                doc = json.loads(await resp.content.read(INFO_BYTES)) if resp.status == 200 else None
-        except (aiohttp.ClientError, OSError, TimeoutError, ValueError):
+                doc = json.loads(await read_capped(resp, INFO_BYTES)) if resp.status == 200 else None
+        except (aiohttp.ClientError, OSError, TimeoutError, ValueError, CheckError):
             continue
         found = context_from(path, doc, job.model)
         if found is not None:

@@ -129,3 +129,39 @@ def test_check_metrics_count_outcomes_and_failures_in_a_row() -> None:
     assert got[("sloguard_check_runs_total", (*key[:1], ("outcome", "leaked"), *key[1:]))] == 2.0
     m.expect({})
     assert _series(m) == {}
+
+
+def test_engine_reader_reads_a_body_that_arrives_in_pieces() -> None:
+    """aiohttp's content.read(n) may return the first piece only: the reader must take the whole page."""
+    import asyncio
+
+    from aiohttp import web
+
+    from sloguard.probes.stream import make_session
+
+    page = (OWN / "vllm-0.11-spec-decode-abort.txt").read_bytes()
+
+    async def metrics(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await resp.prepare(request)
+        for i in range(0, len(page), 512):
+            await resp.write(page[i:i + 512])
+            await asyncio.sleep(0.001)
+        await resp.write_eof()
+        return resp
+
+    async def main() -> EngineState:
+        app = web.Application()
+        app.router.add_get("/metrics", metrics)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        try:
+            async with make_session() as session:
+                return await EngineReader(f"http://127.0.0.1:{port}/metrics", "vllm", None).read(session)
+        finally:
+            await runner.cleanup()
+
+    assert asyncio.run(main()) == EngineState(3.0, 7.0)
