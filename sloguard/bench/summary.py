@@ -1,0 +1,102 @@
+"""Per-stage summary maths over measured requests (pure): throughput, latency quantiles, goodput, lag.
+
+Definitions (README "Load tests"):
+- measured requests: those scheduled after the stage's warm-up; warm-up requests are sent (the server is
+  loaded the same) but excluded from every figure, and counted in `warmup_requests`;
+- span: first measured send → last measured completion; `rps` = succeeded / span, `output_tok_s` = the
+  server-reported output tokens of succeeded requests / span, goodput `rate` = good / span;
+- latency quantiles: numpy `linear` percentiles over succeeded requests (as the daemon's exact windows);
+  ITL over every per-token gap of every request where the probe keeps them, else over each request's
+  p50 gap (`itl_basis` says which); `*_sched` from the scheduled send time (no coordinated omission);
+- send lag = actual − scheduled send; errors by kind; a stall is a request whose largest gap between
+  token events reached `stall_s`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from sloguard.bench.record import RequestRecord, itl_gaps
+from sloguard.slo.model import SLO, is_good
+
+QUANTILES = (50, 95, 99)
+NORMAL = "normal"
+# error text prefix -> kind (the rest: the text before the first ':' or space, lower-cased)
+ERROR_KINDS: tuple[tuple[str, str], ...] = (
+    ("timeout", "timeout"), ("error event", "error_event"), ("truncated stream", "truncated"),
+    ("no tokens", "no_tokens"), ("probe crashed", "client_bug"), ("response larger", "too_large"),
+    ("ClientConnector", "connect"), ("ServerDisconnected", "disconnected"), ("ClientOSError", "connection"),
+)
+LATENCIES: Mapping[str, Callable[[RequestRecord], float | None]] = {
+    "ttft": lambda r: r.result.ttft_s, "ttfot": lambda r: r.result.ttfot_s, "tpot": lambda r: r.result.tpot_s,
+    "e2e": lambda r: r.result.e2e_s, "connect": lambda r: r.result.connect_s,
+    "ttft_sched": lambda r: r.ttft_sched_s, "e2e_sched": lambda r: r.e2e_sched_s,
+}
+
+
+def error_kind(error: str | None) -> str:
+    """Return a short kind for an error message (`http_503`, `timeout`, `connect`, ...)."""
+    if not error:
+        return "none"
+    if m := re.match(r"http (\d{3})", error):
+        return f"http_{m.group(1)}"
+    for prefix, kind in ERROR_KINDS:
+        if error.startswith(prefix):
+            return kind
+    return re.split(r"[:\s]", error, maxsplit=1)[0].lower()[:40] or "other"
+
+
+def quantiles(values: Iterable[float]) -> dict[str, float | int | None]:
+    """Return n, mean and p50/p95/p99 (numpy linear); None figures for no values."""
+    arr = np.fromiter(values, dtype=float)
+    if arr.size == 0:
+        return {"n": 0, "mean": None, **{f"p{q}": None for q in QUANTILES}}
+    qs = np.percentile(arr, QUANTILES)
+    by_q = {f"p{q}": float(v) for q, v in zip(QUANTILES, qs, strict=True)}
+    return {"n": int(arr.size), "mean": float(arr.mean()), **by_q}
+
+
+def _present(records: Iterable[RequestRecord], get: Callable[[RequestRecord], float | None]) -> Iterable[float]:
+    for r in records:
+        value = get(r)
+        if value is not None:
+            yield value
+
+
+def _itl(ok: Sequence[RequestRecord]) -> tuple[dict[str, float | int | None], str]:
+    gaps = [g for r in ok for g in itl_gaps(r.result)]
+    if gaps:
+        return quantiles(gaps), "gaps"
+    return quantiles(_present(ok, lambda r: r.result.itl_p50_s)), "request_p50"
+
+
+def summarise(records: Sequence[RequestRecord], slos: Sequence[SLO], stall_s: float) -> dict[str, Any]:
+    """Return the summary figures of one stage's measured requests (warm-up ones must be filtered out)."""
+    ok = [r for r in records if r.result.ok and r.behaviour == NORMAL]
+    span = (max(r.ended_s for r in records) - min(r.sent_s for r in records)) if records else 0.0
+    per_s = (lambda x: x / span) if span > 0 else (lambda _x: None)
+    latency: dict[str, Any] = {name: quantiles(_present(ok, get)) for name, get in LATENCIES.items()}
+    latency["itl"], itl_basis = _itl(ok)
+    errors = Counter(error_kind(r.result.error) for r in records if not r.result.ok)
+    tokens = sum(r.result.output_tokens or 0 for r in ok)
+    goodput = {}
+    for slo in slos:
+        if slo.source == "probe" and slo.goodput is not None:
+            good = sum(1 for r in records if is_good(r.result, slo.goodput))
+            goodput[slo.name] = {"good": good, "ratio": good / len(records) if records else None,
+                                 "rate": per_s(good), "target": slo.goodput.target}
+    return {
+        "requests": len(records), "ok": sum(1 for r in records if r.result.ok), "failed": sum(errors.values()),
+        "error_ratio": sum(errors.values()) / len(records) if records else None,
+        "errors": dict(sorted(errors.items())), "timeouts": errors.get("timeout", 0),
+        "stalls": sum(1 for r in records if (r.result.itl_max_s or 0.0) >= stall_s),
+        "behaviours": dict(sorted(Counter(r.behaviour for r in records).items())),
+        "span_s": span, "rps": per_s(len(ok)), "output_tok_s": per_s(tokens), "output_tokens": tokens,
+        "latency": latency, "itl_basis": itl_basis, "goodput": goodput,
+        "send_lag": quantiles(r.send_lag_s for r in records),
+    }
