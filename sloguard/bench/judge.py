@@ -10,7 +10,9 @@ Every criterion is a share of requests compared with a target share:
 
 Requests under load are not independent (a queue makes neighbours alike), so the sample counts as
 n_eff = n · (1 − ρ) / (1 + ρ) requests, ρ = lag-1 autocorrelation of the hit/miss sequence in send order
-(clamped to [0, 0.95]: the AR(1) variance inflation). The interval is Wilson's score interval at
+(clamped to [0, 0.8]: the AR(1) variance inflation). A higher lag-1 correlation is a trend, a queue
+growing through the stage, whose misses are evidence of overload, not noise: the sample never counts
+as fewer than n / 9 independent requests. The interval is Wilson's score interval at
 z = 1.645 (one-sided 95% on each side). A criterion **holds** when its lower bound ≥ target, **breaks**
 when its upper bound < target, else it is **uncertain** and leans on the point estimate. A stage holds
 when every criterion holds, breaks when any breaks; otherwise it is uncertain. False-positive rate and
@@ -30,7 +32,7 @@ from sloguard.slo.model import SLO, Goodput, is_good
 from sloguard.windows.probe import METRICS
 
 Z = 1.645  # one-sided 95%
-MAX_RHO = 0.95
+MAX_RHO = 0.8  # beyond it the dependence is a trend (a queue growing through the stage), not noise
 HOPELESS_ERROR_RATIO = 0.5  # a stage failing more than this is hopeless: higher loads are not tried
 Verdict = Literal["holds", "breaks", "uncertain"]
 Indicator = Callable[[RequestRecord], bool | None]  # None: this request is not judged by the criterion

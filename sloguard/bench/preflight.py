@@ -33,6 +33,7 @@ ENGINE_VERSION: dict[str, tuple[str, str]] = {
 }
 OPENAI_APIS = ("chat", "completions")
 LOOKUP_TIMEOUT_S = 5.0
+PREFLIGHT_TRIES = 3
 
 
 class PreflightError(Exception):
@@ -90,11 +91,20 @@ async def lookup(target: TargetSpec, api: str, model: str, api_key: str | None) 
 
 
 async def first_request(workload: WorkloadSpec) -> ProbeResult:
-    """Send the workload's first request once, exactly as a bench request; raise PreflightError if it fails."""
+    """Send the workload's first request as a bench request would; raise PreflightError if it cannot work.
+
+    Unreachable, or answered 200 without a token stream: fails at once (it would fail every request). An
+    HTTP error or a timeout is tried again, up to PREFLIGHT_TRIES in all, so a server that fails only
+    some requests is still benchmarked (and its errors counted per stage).
+    """
     req = workload.request(stage=-1, i=0)
     job = workload.job_for(req)
     async with make_session() as session:
-        result = await BEHAVIOURS["normal"](job.api)(session, job, req.prompt)
+        for _ in range(PREFLIGHT_TRIES):
+            result = await BEHAVIOURS["normal"](job.api)(session, job, req.prompt)
+            timed_out = (result.error or "").startswith("timeout")
+            if result.ok or (result.status_code in (None, 200) and not timed_out):
+                break
     if not result.ok:
         raise PreflightError(_why(job.url, result))
     return result
@@ -102,6 +112,8 @@ async def first_request(workload: WorkloadSpec) -> ProbeResult:
 
 def _why(url: str, r: ProbeResult) -> str:
     error = r.error or "failed"
+    if error.startswith("timeout"):
+        return f"{url} did not answer the streaming request in time ({error}, {PREFLIGHT_TRIES} tries)"
     if r.status_code is None:
         return f"{url} is not reachable: {error}"
     if r.status_code != 200:

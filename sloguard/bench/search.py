@@ -1,8 +1,10 @@
 """Find the highest load at which the SLO holds: bracket by doubling (or halving), then bisect (pure).
 
-`measure(load, attempt)` runs one stage and judges it (sloguard.bench.judge). An uncertain stage is
-measured again at the same load up to `confirm` times (the caller pools the samples), then its point
-estimate decides the direction. Definitions (README "Load tests"):
+`measure(load, attempt)` runs one stage and judges it (sloguard.bench.judge); its point estimate
+decides the direction. Once the bracket is narrow enough, an end of it that is still uncertain is
+measured again (attempt 1, 2, ...: the caller pools the samples of one load) up to `confirm` times; if it
+flips, bisection resumes. Confidence is thus spent where it decides the answer, not on loads far from
+it. Definitions (README "Load tests"):
 - **max load** = the highest measured load at which the SLO held with every lower measured load also
   holding; **first break** = the lowest measured load at which it broke (a hopeless stage, > 50% errors,
   breaks: nothing higher is tried);
@@ -96,16 +98,27 @@ class _Search:
         self.stages = 0
 
     def holds(self, load: float) -> bool:
-        outcome = self.measure(load, 0)
-        used = 1
-        while (outcome.verdict == "uncertain" and used <= self.spec.confirm
-               and self.stages + used < self.spec.max_stages):
-            outcome = self.measure(load, used)
-            used += 1
-        self.stages += used
+        """Measure a load (again, if measured before: the caller pools the samples); return its lean."""
+        prev = self.points.get(load)
+        attempt = prev.stages if prev is not None else 0
+        outcome = self.measure(load, attempt)
+        self.stages += 1
         self.points[load] = Point(load, outcome.verdict, outcome.holds, outcome.margin, outcome.worst,
-                                  outcome.hopeless, used)
+                                  outcome.hopeless, attempt + 1)
         return outcome.holds
+
+    def bracket(self) -> tuple[float | None, float | None]:
+        """Return (highest holding load below the first break, first break) over every point so far."""
+        ordered = sorted(self.points.values(), key=lambda p: p.load)
+        first = next((p for p in ordered if not p.holds), None)
+        below = [p for p in ordered if first is None or p.load < first.load]
+        lo = below[-1].load if below and below[-1].holds else None
+        return lo, first.load if first is not None else None
+
+    def unsure(self, lo: float | None, hi: float | None) -> list[float]:
+        """Return the bracket ends still uncertain that may be measured again (not hopeless, within confirm)."""
+        ends = [x for x in (lo, hi) if x is not None]
+        return [x for x in ends if self.points[x].verdict == "uncertain" and self.points[x].stages <= self.spec.confirm]
 
     def budget_left(self) -> bool:
         return self.stages < self.spec.max_stages
@@ -137,43 +150,41 @@ def search(spec: SearchSpec, measure: Measure) -> SearchResult:
 
 
 def _bracket_and_bisect(s: _Search) -> str:
+    """Bracket, bisect, then measure uncertain bracket ends again; bisect again if an end flipped."""
+    stopped = _first_bracket(s)
+    if stopped:
+        return stopped
+    while True:
+        lo, hi = s.bracket()
+        if lo is None or hi is None:
+            return "floor" if lo is None else "ceiling"
+        if not s.converged(lo, hi):
+            if not s.budget_left():
+                return "budget"
+            s.holds(s.midpoint(lo, hi))
+            continue
+        again = s.unsure(lo, hi)
+        if not again or not s.budget_left():
+            return "converged"
+        s.holds(again[0])
+
+
+def _first_bracket(s: _Search) -> str:
+    """Double (or halve) from the start until one load holds and another breaks; '' once bracketed."""
     spec = s.spec
     load = min(max(spec.start, spec.min_load), spec.max_load)
-    lo: float | None = None
-    hi: float | None = None
-    if s.holds(load):
-        lo = load
-        while hi is None:
-            if lo >= spec.max_load:
-                return "ceiling"
-            if not s.budget_left():
-                return "budget"
-            nxt = s.step(lo, up=True)
-            if s.holds(nxt):
-                lo = nxt
-            else:
-                hi = nxt
-    else:
-        hi = load
-        while lo is None:
-            nxt = s.step(hi, up=False)
-            if nxt < spec.min_load:
-                return "floor"
-            if not s.budget_left():
-                return "budget"
-            if s.holds(nxt):
-                lo = nxt
-            else:
-                hi = nxt
-    while not s.converged(lo, hi):
+    up = s.holds(load)
+    while True:
+        if up and load >= spec.max_load:
+            return "" if s.unsure(load, None) else "ceiling"
+        nxt = s.step(load, up)
+        if not up and nxt < spec.min_load:
+            return "" if s.unsure(None, load) else "floor"
         if not s.budget_left():
             return "budget"
-        mid = s.midpoint(lo, hi)
-        if s.holds(mid):
-            lo = mid
-        else:
-            hi = mid
-    return "converged"
+        if s.holds(nxt) != up:
+            return ""
+        load = nxt
 
 
 def _result(spec: SearchSpec, s: _Search, stopped: str) -> SearchResult:

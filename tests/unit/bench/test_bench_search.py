@@ -122,19 +122,34 @@ def test_hopeless_stage_ends_the_bracket_and_is_never_exceeded() -> None:
     assert r.breaks_first == "errors"
 
 
-def test_uncertain_stage_is_measured_again_at_the_same_load() -> None:
-    log: list[float] = []
-    calls = {"n": 0}
-    base = curve_measure(linear, log=log)
+def test_uncertain_bracket_ends_are_measured_again_and_only_they() -> None:
+    base = curve_measure(lambda load: 0.1 + 0.4 / 7.3 * load, band=0.002)  # crosses at 7.3, never measured
 
     def measure(load: float, attempt: int) -> Out:
-        calls["n"] += 1
         out = base(load, attempt)
         return Out("uncertain", out.holds, out.margin, out.worst, False) if attempt == 0 else out
     r = search(SearchSpec("rate", 1.0, 100.0, 0.1, 0.05, 30, confirm=1), measure)
-    assert all(p.stages == 2 for p in r.points)
-    assert r.stages == 2 * len(r.points) == calls["n"]
-    assert log == [x for x in log[::2] for _ in range(2)]
+    ends = {r.max_load, r.first_break}
+    assert all(p.stages == (2 if p.load in ends else 1) for p in r.points)
+    assert (r.low, r.high) == (r.max_load, r.first_break)  # both ends confident after their second look
+    assert r.stages == len(r.points) + 2
+
+
+def test_a_bracket_end_that_flips_on_a_second_look_resumes_the_bisection() -> None:
+    """The first look at loads just above the limit leans 'holds' by noise; the second look breaks."""
+    log: list[float] = []
+
+    def measure(load: float, attempt: int) -> Out:
+        log.append(load)
+        margin = (THRESHOLD - linear(load)) / THRESHOLD
+        if attempt == 0 and 8.0 < load <= 8.8:
+            return Out("uncertain", True, 0.01, "p95", False)
+        verdict = "holds" if margin > 0.02 else "breaks" if margin < -0.02 else "uncertain"
+        return Out(verdict, margin >= 0, margin, "p95", False)
+    r = search(SearchSpec("rate", 1.0, 100.0, 0.1, 0.02, 40, confirm=2), measure)
+    assert r.max_load is not None and r.first_break is not None
+    assert r.max_load <= 8.0 < r.first_break and r.first_break <= 8.8
+    assert any(log.count(x) > 1 for x in log)
 
 
 def test_uncertain_everywhere_widens_the_interval_to_unknown() -> None:
