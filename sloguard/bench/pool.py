@@ -52,6 +52,10 @@ class WorkerPool:
         """Return the number of live workers."""
         return len(self._procs)
 
+    def pids(self) -> list[int]:
+        """Return the worker processes' pids (for CPU accounting in benchmarks)."""
+        return [int(p.proc.pid) for p in self._procs]
+
     async def ensure(self, n: int) -> None:
         """Have at least `n` live workers (replacing dead ones), each ready to take an order."""
         self._procs = [p for p in self._procs if p.proc.is_alive()]
@@ -106,7 +110,7 @@ class WorkerPool:
     def _handle(i: int, msg: Any, client: StageClient, pending: set[int],
                 on_records: Callable[[list[RequestRecord]], None]) -> None:
         if msg[0] == "records":
-            on_records(msg[1])
+            on_records(worker.unpack(msg[1]))
         elif msg[0] == "done":
             _, _stage, _index, lag, cancelled = msg
             client.lags.append(lag)

@@ -4,12 +4,15 @@ Requests go out through the probes' own code (sloguard.bench.behaviour -> slogua
 the bench times exactly as the daemon's probes do. Results go back in batches through a sender thread,
 so a slow parent can never block this loop. Open-loop sends sleep until 1 ms before their scheduled time
 and then yield to the loop until it is due (asyncio's timers wake up to 1 ms late: epoll's resolution).
+Closed-loop streams start 1 ms apart (stream k at k ms; 1024 streams over ~1 s): one loop cannot send
+N requests at the same instant, and a burst of its own making would land in the first requests' lag.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import pickle
 import queue
 import signal
 import threading
@@ -30,6 +33,7 @@ SPIN_S = 0.001  # the last stretch before an open-loop send is waited by yieldin
 FLUSH_S = 0.1  # records are sent to the parent at least this often
 LAG_PERIOD_S = 0.05
 STOP_CHECK_S = 0.2
+RAMP_NS = 1_000_000  # closed-loop stream k starts k ms after the stage: no start-up burst of the client's own
 NS = 1e-9
 
 
@@ -48,13 +52,14 @@ def main(workload: WorkloadSpec, index: int, cmd: Connection, out: Connection) -
 def _send_loop(outbox: queue.SimpleQueue[Any], out: Connection) -> None:
     while (item := outbox.get()) is not None:
         try:
-            out.send(item)
+            out.send(item)  # records arrive pickled: this pickle is a list of bytes, a copy (GIL-light)
         except (OSError, EOFError):
             return
 
 
 class Worker:
-    """Run stage orders on the current loop; `emit` receives ("records", [...]) and ("done", ...) tuples."""
+    """Run stage orders on the current loop; `emit` receives ("records", [pickled RequestRecord, ...]) and
+    ("done", stage, worker, LoopLag, cancelled) tuples (see `unpack`)."""
 
     def __init__(self, workload: WorkloadSpec, index: int, emit: Callable[[Any], None],
                  clock: Callable[[], int] = time.perf_counter_ns,
@@ -63,7 +68,7 @@ class Worker:
         self.workload, self.index, self.emit = workload, index, emit
         self.clock, self.sleep, self.behaviours = clock, sleep, behaviours
         self.session: Any = None
-        self._batch: list[RequestRecord] = []
+        self._batch: list[bytes] = []
         self._stop = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -136,12 +141,13 @@ class Worker:
     async def _closed_loop(self, order: StageOrder) -> None:
         counter = iter(range(order.first_seq, 1 << 62, order.stride))
         started = {"measured": 0}
-        await self._until(order.start_ns)
-        for _ in range(order.streams):
-            self._spawn(self._stream(order, counter, started))
+        for k in range(order.streams):
+            first = order.start_ns + (order.first_seq + k * order.stride) * RAMP_NS
+            self._spawn(self._stream(order, counter, started, first))
 
-    async def _stream(self, order: StageOrder, counter: Any, started: dict[str, int]) -> None:
-        scheduled = order.start_ns
+    async def _stream(self, order: StageOrder, counter: Any, started: dict[str, int], first_ns: int) -> None:
+        scheduled = first_ns
+        await self._until(first_ns)
         while not self._stop.is_set():
             offset = (scheduled - order.start_ns) * NS
             if order.end_s is not None and offset >= order.end_s:
@@ -170,11 +176,16 @@ class Worker:
             release()
         start = order.start_ns
         sched_s = (scheduled_ns - start) * NS
-        self._batch.append(RequestRecord(
+        record = RequestRecord(
             stage=order.stage, seq=req.seq, worker=self.index, behaviour=req.behaviour, max_tokens=req.max_tokens,
             scheduled_s=sched_s, sent_s=(sent - start) * NS, t0_s=(t0_offset(result, sent) - start) * NS,
-            ended_s=(ended - start) * NS, warmup=order.is_warmup(req.seq, sched_s), result=result))
+            ended_s=(ended - start) * NS, warmup=order.is_warmup(req.seq, sched_s), result=result)
+        asyncio.get_running_loop().call_soon(self._pack, record)  # not between this end and the next send
         return ended
+
+    def _pack(self, record: RequestRecord) -> None:
+        """Pickle one record here (~20 us), so the sender thread never holds the GIL for a whole batch."""
+        self._batch.append(pickle.dumps(record, protocol=pickle.HIGHEST_PROTOCOL))
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
@@ -211,3 +222,8 @@ def _lag(samples: list[float]) -> LoopLag:
         return LoopLag(0, 0.0, 0.0, 0.0)
     ordered = sorted(samples)
     return LoopLag(len(ordered), percentile(ordered, 0.5), percentile(ordered, 0.99), ordered[-1])
+
+
+def unpack(batch: list[bytes]) -> list[RequestRecord]:
+    """Return the records of one ("records", batch) message."""
+    return [pickle.loads(b) for b in batch]

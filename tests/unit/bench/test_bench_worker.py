@@ -10,7 +10,7 @@ from virtual_time import VirtualTime
 
 from sloguard.bench.order import StageOrder
 from sloguard.bench.record import RequestRecord
-from sloguard.bench.worker import Worker
+from sloguard.bench.worker import Worker, unpack
 from sloguard.bench.workload import WorkloadSpec
 from sloguard.model import ProbeResult
 from sloguard.probes.job import ProbeJob
@@ -41,7 +41,7 @@ def _run(order: StageOrder, stall_at: int | None = None, stall_s: float = 0.0) -
                     behaviours={"normal": _fake(vt, stall_at, stall_s, sent)})
     asyncio.run(vt.run(worker.run(order)))
     assert out[-1][0] == "done"
-    return sorted((r for kind, *rest in out if kind == "records" for r in rest[0]), key=lambda r: r.seq)
+    return sorted((r for kind, *rest in out if kind == "records" for r in unpack(rest[0])), key=lambda r: r.seq)
 
 
 def test_open_loop_stall_shows_in_lag_and_scheduled_latencies() -> None:
@@ -67,7 +67,7 @@ def test_closed_loop_schedules_each_request_when_its_stream_frees() -> None:
     recs = _run(StageOrder(stage=0, kind="concurrency", start_ns=1_000_000_000, streams=2, stride=1, quota=6))
     assert len(recs) == 6 and sorted(r.seq for r in recs) == list(range(6))
     by_start = sorted(recs, key=lambda r: r.sent_s)
-    assert [round(r.scheduled_s, 3) for r in by_start] == [0.0, 0.0, 0.2, 0.2, 0.4, 0.4]
+    assert [round(r.scheduled_s, 3) for r in by_start] == [0.0, 0.001, 0.2, 0.201, 0.4, 0.401]  # 1 ms apart
     assert all(r.send_lag_s == pytest.approx(0.0, abs=1e-4) for r in recs)
 
 
@@ -94,6 +94,6 @@ def test_stop_ends_the_stage_and_counts_requests_in_flight() -> None:
     asyncio.run(vt.run(scenario()))
     kind, stage, index, lag, cancelled = out[-1]
     assert (kind, stage, index, cancelled) == ("done", 5, 3, 4)
-    recs = [r for k, *rest in out if k == "records" for r in rest[0]]
+    recs = [r for k, *rest in out if k == "records" for r in unpack(rest[0])]
     assert len(recs) == 4 * 5  # five full 0.2 s rounds of four streams before the stop at 1.05 s
     assert lag.samples > 0
