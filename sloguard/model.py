@@ -87,4 +87,10 @@ class ProbeResult:
     queue_s: float | None = None
     prefill_s: float | None = None
     server_decode_s: float | None = None
-    itls_s: tuple[float, ...] = ()
+    # Live only (never stored, kept last): this request's per-token ITL gaps counted per histogram bucket
+    # (sloguard.probes.timing.ITL_BUCKETS, +Inf last) and their sum; bounded whatever the stream's length.
+    itl_counts: tuple[int, ...] = ()
+    itl_sum_s: float = 0.0
+
+
+LIVE_ONLY_FIELDS = frozenset({"itl_counts", "itl_sum_s"})  # ProbeResult fields the store and JSON rows omit
