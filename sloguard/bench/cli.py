@@ -24,7 +24,7 @@ from sloguard.bench.results import ResultsFile
 from sloguard.bench.runner import Runner, Setup
 from sloguard.bench.schema import schema
 from sloguard.bench.watch import ServerWatch
-from sloguard.bench.workload import WorkloadSpec
+from sloguard.bench.workload import WorkloadSpec, with_max_tokens
 from sloguard.config.load import ConfigError, load_config
 from sloguard.config.secrets import SecretError, read_secret
 from sloguard.config.spec import Config, TargetSpec
@@ -136,7 +136,7 @@ def _job(cfg: Config, target: TargetSpec, api_key: str | None, args: argparse.Na
         if args.max_tokens is not None:
             if args.max_tokens < 1:
                 raise ValueError("--max-tokens must be ≥ 1")
-            updates["max_tokens"] = args.max_tokens
+            job = with_max_tokens(job, args.max_tokens)
         if args.prompt_tokens:
             updates["prompts"] = options.parse_prompt_mix(args.prompt_tokens)
         if args.timeout:
@@ -165,7 +165,8 @@ async def execute(p: Prepared, argv: list[str]) -> int:
     try:
         results.start(header(argv=argv, config_path=p.args.config, target=p.target, info=info, workload=wl,
                              load=load_json(p.plan), criteria=p.criteria, labels=p.labels,
-                             client={"workers": p.args.workers or "auto", "timeout_s": workload.job.timeout}))
+                             client={"workers": p.args.workers or "auto", "timeout_s": workload.job.timeout,
+                                     "connection_settle_s": workload.settle_s}))
     except OSError as exc:
         print(f"sloguard bench: cannot write {p.args.output}: {exc.strerror or exc}", file=sys.stderr)
         return 2

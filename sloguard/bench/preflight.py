@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 
 from sloguard.bench.behaviour import BEHAVIOURS
-from sloguard.bench.workload import IGNORE_EOS, WorkloadSpec
+from sloguard.bench.workload import IGNORE_EOS, SETTLE_S, WorkloadSpec
 from sloguard.config.spec import TargetSpec
 from sloguard.model import ProbeResult, ServerView
 from sloguard.probes.stream import make_session
@@ -131,6 +131,6 @@ async def preflight(target: TargetSpec, workload: WorkloadSpec, api_key: str | N
     auto = workload.job.ignore_eos or IGNORE_EOS.get(engine, False)
     fixed = auto if ignore_eos == "auto" else ignore_eos == "on"
     job = dataclasses.replace(workload.job, model=model, ignore_eos=fixed)
-    workload = dataclasses.replace(workload, job=job)
+    workload = dataclasses.replace(workload, job=job, settle_s=SETTLE_S.get(engine, 0.0))
     first = await first_request(workload)
     return TargetInfo(engine, version, model, first), workload

@@ -10,11 +10,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sloguard.model import ProbeResult
+from sloguard.model import LIVE_ONLY_FIELDS, ProbeResult
 
 NS = 1e-9
-# Live-only ProbeResult fields never written to a results file (per-token lists, bucket counts).
-_DROPPED = ("itls_s", "itl_counts", "itl_sum_s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,15 +55,9 @@ def t0_offset(result: ProbeResult, sent_ns: int) -> int:
     return sent_ns + int((result.connect_s or 0.0) * 1e9)
 
 
-def itl_gaps(result: ProbeResult) -> tuple[float, ...]:
-    """Return the request's per-token gaps in seconds where the result carries them, else ()."""
-    gaps = getattr(result, "itls_s", ())
-    return tuple(gaps) if isinstance(gaps, tuple) else ()
-
-
 def to_json(rec: RequestRecord, good: dict[str, bool], load_kind: str, load: float) -> dict[str, Any]:
     """Return the results-file row of one request (schema: sloguard.bench.schema, `type: request`)."""
-    row = {k: v for k, v in asdict(rec.result).items() if k not in _DROPPED}
+    row = {k: v for k, v in asdict(rec.result).items() if k not in LIVE_ONLY_FIELDS}
     row.update({
         "type": "request", "stage": rec.stage, "load_kind": load_kind, "load": load, "seq": rec.seq,
         "worker": rec.worker, "behaviour": rec.behaviour, "max_tokens": rec.max_tokens,

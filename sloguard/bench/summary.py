@@ -6,14 +6,18 @@ Definitions (README "Load tests"):
 - span: first measured send → last measured completion; `rps` = succeeded / span, `output_tok_s` = the
   server-reported output tokens of succeeded requests / span, goodput `rate` = good / span;
 - latency quantiles: numpy `linear` percentiles over succeeded requests (as the daemon's exact windows);
-  ITL over every per-token gap of every request where the probe keeps them, else over each request's
-  p50 gap (`itl_basis` says which); `*_sched` from the scheduled send time (no coordinated omission);
+  ITL over every per-token gap of every request, from the probes' per-request gap counts in
+  sloguard.probes.timing.ITL_BUCKETS (quantiles at bucket resolution, as Prometheus' histogram_quantile;
+  the mean exact; `itl_basis` = "buckets"); `*_sched` from the scheduled send time (no coordinated
+  omission);
 - send lag = actual − scheduled send; errors by kind; a stall is a request whose largest gap between
   token events reached `stall_s`.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -21,8 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from sloguard.bench.record import RequestRecord, itl_gaps
+from sloguard.bench.record import RequestRecord
+from sloguard.model import Histogram
+from sloguard.probes.timing import ITL_BUCKETS
 from sloguard.slo.model import SLO, is_good
+from sloguard.windows import histo
 
 QUANTILES = (50, 95, 99)
 NORMAL = "normal"
@@ -69,10 +76,17 @@ def _present(records: Iterable[RequestRecord], get: Callable[[RequestRecord], fl
 
 
 def _itl(ok: Sequence[RequestRecord]) -> tuple[dict[str, float | int | None], str]:
-    gaps = [g for r in ok for g in itl_gaps(r.result)]
-    if gaps:
-        return quantiles(gaps), "gaps"
-    return quantiles(_present(ok, lambda r: r.result.itl_p50_s)), "request_p50"
+    """ITL over every per-token gap: the requests' bucket counts summed (bucket-resolution quantiles, exact
+    mean); requests without counts fall back to quantiles over each request's p50 gap."""
+    counted = [r.result for r in ok if r.result.itl_counts]
+    if not counted:
+        return quantiles(_present(ok, lambda r: r.result.itl_p50_s)), "request_p50"
+    counts = [sum(c) for c in zip(*(r.itl_counts for r in counted), strict=True)]
+    bounds = (*ITL_BUCKETS, math.inf)[:len(counts)]
+    cumulative = tuple(zip(bounds, itertools.accumulate(float(c) for c in counts), strict=True))
+    h = Histogram(cumulative, float(sum(counts)), sum(r.itl_sum_s for r in counted))
+    by_q = {f"p{q}": histo.quantile(q / 100, h) for q in QUANTILES}
+    return {"n": int(h.count), "mean": h.sum / h.count if h.count else None, **by_q}, "buckets"
 
 
 def summarise(records: Sequence[RequestRecord], slos: Sequence[SLO], stall_s: float) -> dict[str, Any]:

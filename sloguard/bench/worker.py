@@ -91,7 +91,7 @@ class Worker:
                 orders.put_nowait(None)
 
         loop.add_reader(cmd.fileno(), on_command)
-        async with make_session() as self.session:
+        async with make_session(self.workload.settle_s) as self.session:
             self.emit(("ready", self.index))
             while (order := await orders.get()) is not None:
                 await self.run(order)

@@ -15,9 +15,15 @@ import random
 from dataclasses import dataclass
 
 from sloguard.bench.dataset import estimate_tokens
-from sloguard.probes.job import ProbeJob
+from sloguard.probes.connection import SETTLE_S as CONNECTION_SETTLE_S
+from sloguard.probes.job import ProbeJob, default_max_events
 from sloguard.probes.workload import Prompt, bucket_for, filler
 
+# engine -> how long a connection must have been idle before the bench reuses it. llama.cpp's server closes
+# each connection right after its response (sloguard.probes.connection): wait for its FIN as the probes do.
+# The others keep connections alive, and a load generator must reuse them as real clients do: a new
+# connection per request is extra server work, and at hundreds of requests/s it runs out of local ports.
+SETTLE_S: dict[str, float] = {"llamacpp": CONNECTION_SETTLE_S}
 # engine -> whether its OpenAI-compatible server honours `ignore_eos` (a vLLM extension also in SGLang,
 # llama.cpp's server and TensorRT-LLM's trtllm-serve); TGI and Triton have no such switch.
 IGNORE_EOS: dict[str, bool] = {
@@ -43,6 +49,7 @@ class WorkloadSpec:
     seed: int
     rows: tuple[tuple[str, int], ...] = ()  # dataset rows (prompt, max_tokens or 0); empty: the probe's mix
     behaviours: tuple[tuple[str, float], ...] = (("normal", 1.0),)
+    settle_s: float = 0.0  # reuse a pooled connection idle at least this long (SETTLE_S)
 
     def request(self, stage: int, i: int) -> RequestSpec:
         """Return request `i` of `stage` (deterministic in seed, stage and i)."""
@@ -64,12 +71,18 @@ class WorkloadSpec:
         """Return the probe job that sends `req` (the workload's job with the request's max_tokens)."""
         if req.max_tokens == self.job.max_tokens:
             return self.job
-        return dataclasses.replace(self.job, max_tokens=req.max_tokens)
+        return with_max_tokens(self.job, req.max_tokens)
 
     def _behaviour(self, rng: random.Random) -> str:
         if len(self.behaviours) == 1:
             return self.behaviours[0][0]
         return rng.choices([b for b, _ in self.behaviours], weights=[w for _, w in self.behaviours], k=1)[0]
+
+
+def with_max_tokens(job: ProbeJob, max_tokens: int) -> ProbeJob:
+    """Return the job with another output cap; its event-flood cap grows with it (never shrinks)."""
+    return dataclasses.replace(job, max_tokens=max_tokens,
+                               max_events=max(job.max_events, default_max_events(max_tokens)))
 
 
 def _row_index(seed: int, i: int, n: int) -> int:

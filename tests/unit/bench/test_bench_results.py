@@ -49,7 +49,7 @@ def test_request_rows_validate_and_carry_scheduled_latencies() -> None:
     row = json.loads(line(to_json(r, {"gp": True}, "rate", 2.0)))
     jsonschema.validate(row, schema())
     assert row["send_lag_s"] == pytest.approx(0.2) and row["ttft_sched_s"] == pytest.approx(0.3)
-    assert "itls_s" not in row and row["good"] == {"gp": True}
+    assert "itl_counts" not in row and row["good"] == {"gp": True}
 
 
 def test_schema_rejects_an_unknown_version_and_type() -> None:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import numpy as np
 import pytest
 from helpers import rec
 
 from sloguard.bench.summary import error_kind, quantiles, summarise
 from sloguard.bench.table import table, verdict
+from sloguard.model import Histogram
+from sloguard.probes.timing import ITL_BUCKETS
 from sloguard.slo.model import SLO, Goodput
+from sloguard.windows import histo
 
 GP = SLO("gp", "sim", goodput=Goodput(0.9, ttft=0.2))
 
@@ -56,11 +62,23 @@ def test_scheduled_latencies_and_lag() -> None:
     assert s["latency"]["e2e_sched"]["p50"] == pytest.approx(0.75)
 
 
-def test_itl_over_every_gap_where_kept() -> None:
-    records = [rec(0, itls_s=(0.01, 0.02, 0.03)), rec(1, itls_s=(0.04,))]
+def test_itl_over_every_gap_from_the_requests_bucket_counts() -> None:
+    """Three gaps of request 0 and one of request 1, counted in ITL_BUCKETS: summed, then quantiles as
+    Prometheus reads a histogram; the mean is exact."""
+    def counts(*gaps: float) -> tuple[int, ...]:
+        out = [0] * (len(ITL_BUCKETS) + 1)
+        for g in gaps:
+            out[next((i for i, b in enumerate(ITL_BUCKETS) if g <= b), len(ITL_BUCKETS))] += 1
+        return tuple(out)
+    records = [rec(0, itl_counts=counts(0.009, 0.02, 0.03), itl_sum_s=0.059), rec(1, itl_counts=counts(0.04),
+                                                                                     itl_sum_s=0.04)]
     s = summarise(records, [], stall_s=2.0)
-    assert s["itl_basis"] == "gaps" and s["latency"]["itl"]["n"] == 4
-    assert s["latency"]["itl"]["mean"] == pytest.approx(0.025)
+    itl = s["latency"]["itl"]
+    assert s["itl_basis"] == "buckets" and itl["n"] == 4 and itl["mean"] == pytest.approx(0.099 / 4)
+    h = Histogram(tuple(zip((*ITL_BUCKETS, math.inf), itertools.accumulate(
+        float(a + b) for a, b in zip(counts(0.009, 0.02, 0.03), counts(0.04), strict=True)), strict=True)), 4.0, 0.099)
+    assert itl["p50"] == histo.quantile(0.5, h) and 0.015 <= itl["p50"] <= 0.025
+    assert itl["p99"] == histo.quantile(0.99, h) and 0.03 < itl["p99"] <= 0.04
 
 
 def test_only_normal_requests_give_latency_figures() -> None:
