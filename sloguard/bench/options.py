@@ -19,6 +19,8 @@ examples:
   sloguard bench -c sloguard.yaml --target chat --find-max-load --rate 1 -o results.jsonl
   sloguard bench -c sloguard.yaml --target chat --concurrency 16 --dataset sharegpt.jsonl -o results.jsonl
 
+`sloguard bench --print-schema` prints the JSON Schema of the results file's lines.
+
 exit status: 0 done; 2 bad input or an unusable target (reported before any load is sent);
 1 the client failed (a worker process or the results file); 130 interrupted (Ctrl-C ends the running
 stage, writes every result so far and the summary).
@@ -48,8 +50,8 @@ def parser() -> argparse.ArgumentParser:
     load.add_argument("--tolerance", type=float, default=0.1, help="search stops when the bracket is this "
                       "narrow, relative (default 0.1)")
     load.add_argument("--max-stages", type=int, default=12, help="search stage budget (default 12)")
-    load.add_argument("--confirm", type=int, default=1, help="repeats of an uncertain stage in a search, pooled "
-                      "(default 1)")
+    load.add_argument("--confirm", type=int, default=1, help="search: how often a bracket end whose verdict is "
+                      "uncertain is measured again, samples pooled (default 1)")
     load.add_argument("--slo", action="append", help="judge only this SLO of the target (repeatable; default: "
                       "every probe SLO of the target)")
     stage = p.add_argument_group("stage size")

@@ -178,6 +178,13 @@ class Runner:
         self.s.progress.stage_line(_line(row))
         return judgement
 
+    def _window(self, st: _Stage) -> tuple[float, float] | None:
+        """Return the measured window of a timed stage that ran its course (stage seconds), else None."""
+        size = self.s.plan.size
+        if size.duration_s is None or st.status != "complete":
+            return None
+        return size.warmup_s, size.warmup_s + size.duration_s
+
     def _row(self, st: _Stage, measured: list[RequestRecord], client: StageClient, start_wall: float,
              workers: int, j: Judgement) -> dict[str, Any]:
         size = self.s.plan.size
@@ -190,7 +197,7 @@ class Runner:
             "status": status, "started_at": round(start_wall, 3),
             "planned": {"duration_s": size.duration_s, "requests": size.requests},
             "warmup": {"seconds": size.warmup_s, "requests": len(warm), "excluded": True},
-            **summarise(measured, self.s.slos, self.s.stall_s),
+            **summarise(measured, self.s.slos, self.s.stall_s, st.records, self._window(st)),
             "client": {"workers": workers, "cancelled_in_flight": client.cancelled, "workers_died": client.died,
                        "loop_lag": [vars_of(lag) for lag in client.lags],
                        "loop_lag_p99_max": max((lag.p99 for lag in client.lags), default=None)},

@@ -3,8 +3,11 @@
 Definitions (README "Load tests"):
 - measured requests: those scheduled after the stage's warm-up; warm-up requests are sent (the server is
   loaded the same) but excluded from every figure, and counted in `warmup_requests`;
-- span: first measured send → last measured completion; `rps` = succeeded / span, `output_tok_s` = the
-  server-reported output tokens of succeeded requests / span, goodput `rate` = good / span;
+- rates: a timed stage counts the requests that completed inside its measured window (warm-up end →
+  stage end), warm-up ones included, per second of that window (`rate_basis: window`), so requests
+  straddling either edge bias nothing; a stage sized in requests (or cut short) uses its measured
+  requests over their span, first send → last completion (`rate_basis: span`). `rps` = succeeded,
+  `output_tok_s` = their server-reported output tokens, goodput `rate` = good requests;
 - latency quantiles: numpy `linear` percentiles over succeeded requests (as the daemon's exact windows);
   ITL over every per-token gap of every request, from the probes' per-request gap counts in
   sloguard.probes.timing.ITL_BUCKETS (quantiles at bucket resolution, as Prometheus' histogram_quantile;
@@ -89,28 +92,51 @@ def _itl(ok: Sequence[RequestRecord]) -> tuple[dict[str, float | int | None], st
     return {"n": int(h.count), "mean": h.sum / h.count if h.count else None, **by_q}, "buckets"
 
 
-def summarise(records: Sequence[RequestRecord], slos: Sequence[SLO], stall_s: float) -> dict[str, Any]:
-    """Return the summary figures of one stage's measured requests (warm-up ones must be filtered out)."""
+def _rates(records: Sequence[RequestRecord], everything: Sequence[RequestRecord], slos: Sequence[SLO],
+           window: tuple[float, float] | None) -> tuple[float, dict[str, Any]]:
+    """Return (seconds, {figure: per second}) over the window, or over the measured span without one."""
+    if window is not None:
+        seconds = window[1] - window[0]
+        done = [r for r in everything if window[0] <= r.ended_s < window[1]]
+    else:
+        seconds = (max(r.ended_s for r in records) - min(r.sent_s for r in records)) if records else 0.0
+        done = list(records)
+    ok = [r for r in done if r.result.ok and r.behaviour == NORMAL]
+    counts = {"rps": len(ok), "output_tok_s": sum(r.result.output_tokens or 0 for r in ok)}
+    for slo in slos:
+        if slo.source == "probe" and slo.goodput is not None:
+            counts[slo.name] = sum(1 for r in done if is_good(r.result, slo.goodput))
+    return seconds, {k: v / seconds if seconds > 0 else None for k, v in counts.items()}
+
+
+def summarise(records: Sequence[RequestRecord], slos: Sequence[SLO], stall_s: float,
+              everything: Sequence[RequestRecord] = (), window: tuple[float, float] | None = None) -> dict[str, Any]:
+    """Return the summary figures of one stage; `records` are its measured requests (no warm-up).
+
+    Rates count completions inside `window` (stage seconds: the measured part of a timed stage), warm-up
+    requests included (`everything`), so requests still running at either edge bias nothing; without a
+    window, the measured requests over their span.
+    """
     ok = [r for r in records if r.result.ok and r.behaviour == NORMAL]
-    span = (max(r.ended_s for r in records) - min(r.sent_s for r in records)) if records else 0.0
-    per_s = (lambda x: x / span) if span > 0 else (lambda _x: None)
+    seconds, per_s = _rates(records, everything or records, slos, window)
     latency: dict[str, Any] = {name: quantiles(_present(ok, get)) for name, get in LATENCIES.items()}
     latency["itl"], itl_basis = _itl(ok)
     errors = Counter(error_kind(r.result.error) for r in records if not r.result.ok)
-    tokens = sum(r.result.output_tokens or 0 for r in ok)
     goodput = {}
     for slo in slos:
         if slo.source == "probe" and slo.goodput is not None:
             good = sum(1 for r in records if is_good(r.result, slo.goodput))
             goodput[slo.name] = {"good": good, "ratio": good / len(records) if records else None,
-                                 "rate": per_s(good), "target": slo.goodput.target}
+                                 "rate": per_s[slo.name], "target": slo.goodput.target}
     return {
         "requests": len(records), "ok": sum(1 for r in records if r.result.ok), "failed": sum(errors.values()),
         "error_ratio": sum(errors.values()) / len(records) if records else None,
         "errors": dict(sorted(errors.items())), "timeouts": errors.get("timeout", 0),
         "stalls": sum(1 for r in records if (r.result.itl_max_s or 0.0) >= stall_s),
         "behaviours": dict(sorted(Counter(r.behaviour for r in records).items())),
-        "span_s": span, "rps": per_s(len(ok)), "output_tok_s": per_s(tokens), "output_tokens": tokens,
+        "span_s": seconds, "rate_basis": "window" if window is not None else "span",
+        "rps": per_s["rps"], "output_tok_s": per_s["output_tok_s"],
+        "output_tokens": sum(r.result.output_tokens or 0 for r in ok),
         "latency": latency, "itl_basis": itl_basis, "goodput": goodput,
         "send_lag": quantiles(r.send_lag_s for r in records),
     }

@@ -93,3 +93,10 @@ def test_orders_split_streams_quota_and_arrivals() -> None:
 ])
 def test_worker_count(kind: str, level: float, asked: int | None, cpus: int, n: int) -> None:
     assert worker_count(kind, level, asked, cpus, 256, 200.0) == n  # type: ignore[arg-type]
+
+
+def test_every_option_has_help() -> None:
+    p = options.parser()
+    assert p.description and "exit status" in (p.epilog or "")
+    for action in p._actions:
+        assert action.help, f"`sloguard bench` option {action.option_strings} has no help"

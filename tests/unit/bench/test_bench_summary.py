@@ -122,3 +122,15 @@ def test_table_has_a_row_per_stage() -> None:
 ])
 def test_verdict_line(row: dict, text: str) -> None:  # type: ignore[type-arg]
     assert verdict(row) == text
+
+
+def test_timed_stage_rates_count_completions_inside_the_window() -> None:
+    """Window [2, 6): a warm-up request ending at 2.5 counts, one ending after 6 does not (it is still
+    measured for latency); the rate is per second of the window."""
+    warm = rec(0, sent=1.0, ended=2.5, warmup=True, output_tokens=10)
+    inside = rec(1, sent=2.0, ended=4.0, output_tokens=20)
+    late = rec(2, sent=5.0, ended=7.0, output_tokens=30)
+    s = summarise([inside, late], [GP], stall_s=2.0, everything=[warm, inside, late], window=(2.0, 6.0))
+    assert s["rate_basis"] == "window" and s["span_s"] == 4.0
+    assert s["rps"] == pytest.approx(2 / 4) and s["output_tok_s"] == pytest.approx(30 / 4)
+    assert s["requests"] == 2 and s["latency"]["e2e"]["n"] == 2
