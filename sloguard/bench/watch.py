@@ -20,14 +20,15 @@ log = logging.getLogger("sloguard.bench")
 class ServerWatch:
     """Scrape one target every `interval` seconds while running; keep every view and failure reason."""
 
-    def __init__(self, target: TargetSpec, api_key: str | None, interval: float, nvml: bool = True) -> None:
+    def __init__(self, target: TargetSpec, api_key: str | None, interval: float, nvml: bool = True,
+                 nvml_module: Any = None) -> None:
         self.views: list[ServerView] = []
         self.gpu: list[GpuSample] = []
         self.failures: dict[str, int] = {}
         self.interval = interval
         self._scrape = (ScrapeSource(target, secrets={target.name: api_key} if api_key else None)
                         if target.metrics_url else None)
-        self._nvml: Any = _nvml_source() if nvml else None
+        self._nvml: Any = _nvml_source(nvml_module) if nvml else None
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -92,12 +93,12 @@ class ServerWatch:
             self.gpu.append((time.time(), values))
 
 
-def _nvml_source() -> Any:
+def _nvml_source(module: Any = None) -> Any:
     """Return an NVML source (reports absent without a driver), or None where it cannot be built."""
     try:
         from sloguard.gpu.nvml import NVMLSource
 
-        return NVMLSource(GPUSpec(nvml="auto", gpm=True))
+        return NVMLSource(GPUSpec(nvml="auto", gpm=True), nvml=module)
     except Exception:  # NVML is optional for a bench: its absence is the normal case off GPU hosts
         log.debug("NVML unavailable", exc_info=True)
         return None
