@@ -65,7 +65,11 @@ def main(argv: list[str]) -> int:
     except UsageError as exc:
         print(f"sloguard bench: {exc}", file=sys.stderr)
         return 2
-    return asyncio.run(execute(prepared, argv))
+    try:
+        return asyncio.run(execute(prepared, argv))
+    except KeyboardInterrupt:  # before the stages' own handler is installed, or a second Ctrl-C
+        print("sloguard bench: interrupted", file=sys.stderr)
+        return 130
 
 
 def prepare(args: argparse.Namespace) -> Prepared:
@@ -186,6 +190,10 @@ async def _run(runner: Runner, results: ResultsFile) -> int:
         await runner.run()
     except (OSError, RuntimeError) as exc:
         print(f"sloguard bench: {exc}", file=sys.stderr)
+        code = 1
+    except Exception as exc:  # a bug: one line for the user, the traceback for whoever debugs it
+        logging.getLogger("sloguard.bench").debug("run failed", exc_info=True)
+        print(f"sloguard bench: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         code = 1
     finally:
         loop.remove_signal_handler(signal.SIGINT)
