@@ -87,6 +87,7 @@ class ProbeResult:
     queue_s: float | None = None
     prefill_s: float | None = None
     server_decode_s: float | None = None
+    elapsed_s: float | None = None  # t0 to when the request ended (success, timeout, reset or error)
     # Live only (never stored, kept last): this request's per-token ITL gaps counted per histogram bucket
     # (sloguard.probes.timing.ITL_BUCKETS, +Inf last) and their sum; bounded whatever the stream's length.
     itl_counts: tuple[int, ...] = ()

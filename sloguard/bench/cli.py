@@ -81,7 +81,7 @@ def prepare(args: argparse.Namespace) -> Prepared:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     except ConfigError as exc:
-        raise UsageError("; ".join([f"{args.config}: invalid configuration", *exc.errors])) from None
+        raise UsageError(exc.report(args.config)) from None
     target = next((t for t in cfg.targets if t.name == args.target), None)
     if target is None:
         raise UsageError(f"--target: no target {args.target!r} in {args.config} "
