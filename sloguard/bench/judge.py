@@ -7,6 +7,7 @@ Every criterion is a share of requests compared with a target share:
   of a one-token answer, is not judged). The value shown is the nearest-rank percentile, which is ≤ T
   exactly when that share is ≥ p/100, so the number and the verdict never disagree;
 - error_rate: share of requests that succeeded ≥ `error_rate.target`.
+An SLO with `segment_by: prompt_bucket` is judged over all requests and over each prompt bucket's.
 
 Requests under load are not independent (a queue makes neighbours alike), so the sample counts as
 n_eff = n · (1 − ρ) / (1 + ρ) requests, ρ = lag-1 autocorrelation of the hit/miss sequence in send order
@@ -21,6 +22,7 @@ power of this test on seeded synthetic stages: benchmarks/bench_judge.py.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -50,6 +52,7 @@ class Criterion:
     metric: str = ""
     quantile: float = 0.0
     threshold: float = 0.0
+    segmented: bool = False  # the SLO's `segment_by: prompt_bucket`: judged per bucket too, as the daemon does
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,20 +130,37 @@ def criteria_for(slos: Sequence[SLO]) -> list[Criterion]:
     for slo in slos:
         if slo.source != "probe":
             continue
+        seg = slo.segment_by == "prompt_bucket"
         if slo.goodput is not None:
             gp = slo.goodput
-            out.append(Criterion(slo.name, f"goodput >= {gp.target:g}", "goodput", gp.target, _good_hit(gp)))
+            out.append(Criterion(slo.name, f"goodput >= {gp.target:g}", "goodput", gp.target, _good_hit(gp),
+                                 segmented=seg))
         else:
             for o in slo.objectives:
                 if o.metric not in METRICS:
                     continue
                 name = f"p{o.percentile:g} {o.metric} <= {format_duration(o.threshold)}"
                 out.append(Criterion(slo.name, name, "objective", o.quantile, _objective_hit(o.metric, o.threshold),
-                                     o.metric, o.quantile, o.threshold))
+                                     o.metric, o.quantile, o.threshold, seg))
         if slo.error_objective is not None:
             out.append(Criterion(slo.name, f"success >= {slo.error_objective:g}", "success", slo.error_objective,
-                                 _success_hit))
+                                 _success_hit, segmented=seg))
     return out
+
+
+def _segments(criteria: Sequence[Criterion], records: Sequence[RequestRecord]) -> list[Criterion]:
+    """Return per-prompt-bucket copies of segmented criteria, one per bucket present in the records."""
+    buckets = sorted({r.result.prompt_bucket for r in records})
+    out = []
+    for c in criteria:
+        if c.segmented:
+            for b in buckets:
+                out.append(dataclasses.replace(c, name=f"{c.name} [{b}]", hit=_in_bucket(c.hit, b), segmented=False))
+    return out
+
+
+def _in_bucket(hit: Indicator, bucket: str) -> Indicator:
+    return lambda rec: hit(rec) if rec.result.prompt_bucket == bucket else None
 
 
 def lag1_autocorrelation(xs: Sequence[bool]) -> float:
@@ -182,11 +202,12 @@ def nearest_rank(values: Sequence[float], q: float) -> float | None:
 
 def judge_criterion(c: Criterion, records: Sequence[RequestRecord]) -> CriterionResult:
     """Judge one criterion over records in send order."""
-    hits = [h for h in (c.hit(r) for r in records) if h is not None]
+    judged = [(r, h) for r in records if (h := c.hit(r)) is not None]
+    hits = [h for _, h in judged]
     n, k = len(hits), sum(hits)
     value = None
     if c.kind == "objective":
-        value = nearest_rank([v for v in (_value(r, c.metric) for r in records) if v is not None], c.quantile)
+        value = nearest_rank([v for r, _ in judged if (v := _value(r, c.metric)) is not None], c.quantile)
     if n == 0:
         return CriterionResult(c, 0, 0, 0.0, None, None, None, value, "uncertain")
     share = k / n
@@ -199,7 +220,7 @@ def judge_criterion(c: Criterion, records: Sequence[RequestRecord]) -> Criterion
 def judge(criteria: Sequence[Criterion], records: Sequence[RequestRecord]) -> Judgement:
     """Judge a stage; a stage with more than HOPELESS_ERROR_RATIO failed requests breaks whatever else."""
     ordered = sorted(records, key=lambda r: (r.scheduled_s, r.seq))
-    results = tuple(judge_criterion(c, ordered) for c in criteria)
+    results = tuple(judge_criterion(c, ordered) for c in (*criteria, *_segments(criteria, ordered)))
     errors = sum(1 for r in ordered if not r.result.ok)
     error_ratio = errors / len(ordered) if ordered else None
     hopeless = error_ratio is not None and error_ratio > HOPELESS_ERROR_RATIO

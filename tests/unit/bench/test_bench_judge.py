@@ -124,3 +124,17 @@ def test_false_breaks_are_rare_when_the_slo_holds_exactly(correlated: bool) -> N
         res = judge_criterion(P95[0], [rec(i, ttft=0.1 if h else 0.9) for i, h in enumerate(hits)])
         false_breaks += res.verdict == "breaks"
     assert false_breaks / 300 <= 0.08
+
+
+def test_a_segmented_slo_is_judged_per_prompt_bucket_too() -> None:
+    """Short prompts are fast, long ones slow: overall 80% under the threshold breaks; per bucket, the
+    short bucket holds and the long one breaks, as the daemon's per-segment windows would say."""
+    slo = SLO("lat", "sim", objectives=(Objective("ttft", 95, 0.5),), segment_by="prompt_bucket")
+    records = [rec(i, ttft=0.1, prompt_bucket="short") for i in range(400)]
+    records += [rec(400 + i, ttft=0.9 if i % 2 else 0.2, prompt_bucket="long") for i in range(200)]
+    j = judge(criteria_for([slo]), records)
+    by_name = {r.criterion.name: r for r in j.results}
+    assert set(by_name) == {"p95 ttft <= 500ms", "p95 ttft <= 500ms [long]", "p95 ttft <= 500ms [short]"}
+    assert by_name["p95 ttft <= 500ms [short]"].verdict == "holds" and by_name["p95 ttft <= 500ms [short]"].n == 400
+    assert by_name["p95 ttft <= 500ms [long]"].verdict == "breaks" and by_name["p95 ttft <= 500ms [long]"].value == 0.9
+    assert j.verdict == "breaks" and j.worst == "p95 ttft <= 500ms [long]"
