@@ -87,4 +87,7 @@ class ProbeResult:
     queue_s: float | None = None
     prefill_s: float | None = None
     server_decode_s: float | None = None
+    # Time to the response head (t0 → status line arrived): network both ways + the server's HTTP front
+    # until it answers; per request, never negative (README "Exact definitions", network stage).
+    head_s: float | None = None
     itls_s: tuple[float, ...] = ()

@@ -44,6 +44,7 @@ class Stamps:
     t0_ns: int = 0
     connect_start_ns: int = 0
     connect_end_ns: int = 0
+    head_ns: int = 0  # arrival of the response head (status line and headers), from the arrival hook
 
 
 def _stamps(ctx: SimpleNamespace) -> Stamps | None:
@@ -125,6 +126,7 @@ async def fetch(
         async with asyncio.timeout(timeout):
             async with session.post(url, json=body, headers=headers, trace_request_ctx=stamps) as resp:
                 status = resp.status
+                stamps.head_ns = getattr(resp, "head_ns", 0)
                 if status != 200:
                     text = (await resp.content.read(512)).decode("utf-8", "replace")
                     error = f"http {status}: {text.strip()}"
@@ -220,6 +222,7 @@ def _result(
         error = _stream_error(summary, events.unfinished, done_on_eof)
     itls = sorted(summary.itls_s)
     connect = (stamps.connect_end_ns - stamps.connect_start_ns) * 1e-9 if stamps.connect_start_ns else 0.0
+    head = (stamps.head_ns - stamps.t0_ns) * 1e-9 if stamps.head_ns >= stamps.t0_ns > 0 else None
     return ProbeResult(
         ts=ts, probe=job.name, target=job.target, model=job.model, api=job.api, ok=error is None,
         error=_redact(error, job.api_key), status_code=status, connect_s=connect if status else None,
@@ -229,6 +232,7 @@ def _result(
         itl_max_s=itls[-1] if itls else None,
         prompt_tokens=summary.prompt_tokens, output_tokens=summary.output_tokens,
         prompt_bucket=prompt.bucket, trace_id=trace_id, itls_s=summary.itls_s, **record_fields(summary.record),
+        head_s=head if status else None,
     )
 
 
