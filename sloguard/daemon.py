@@ -24,12 +24,13 @@ from sloguard.components import (
 )
 from sloguard.config.load import ConfigError, load_config
 from sloguard.config.spec import Config
+from sloguard.diagnose.service import Diagnoser
 from sloguard.exporter.selfmetrics import SelfState, self_families
 from sloguard.exporter.server import Endpoints, start_server
 from sloguard.exporter.snapshot import Snapshot
 from sloguard.exporter.webconfig import load_web_config
 from sloguard.log import setup_logging
-from sloguard.model import ServerView
+from sloguard.model import Sample, ServerView
 from sloguard.notify import Notifier
 from sloguard.probes import jobs_from_config
 from sloguard.probes.feed import ProbeFeed
@@ -90,6 +91,7 @@ class Daemon:
         self.server_windows = ServerWindows(max_age=server_horizon(slos))
         self.buckets = BucketAdvisor()
         self.probes = ProbeFeed(jobs_from_config(cfg, secrets.targets), cfg.probe_settings.history_size)
+        self.diagnosis = Diagnoser(cfg)  # where the time goes and why, per SLO, after each evaluation
         self.records = RecordService(cfg, slos)  # joins the server's own record of each probe request
         await self.records.start()
         self.probes.start()
@@ -101,7 +103,7 @@ class Daemon:
         self.reload_ts = self.clock.now()
         self._publish_self()
         ep = Endpoints(self.snapshot, self.reload, lambda: self.evaluated, {
-            "slos": lambda: self.slo.api_json(self.statuses),
+            "slos": lambda: self.diagnosis.decorate(self.slo.api_json(self.statuses)),
             "probes": self.probes.history.snapshot,
             "alerts": self.alerting.debug_json,
         })
@@ -167,7 +169,12 @@ class Daemon:
         self.snapshot.put("server", self.server_windows.families(now))
         self.snapshot.put("probes", self.probes.metrics.families(now))
         self.snapshot.put("traces", self.records.families())
-        self.alerting.evaluate(self.snapshot.samples(), now)
+        samples = self.snapshot.samples()
+        self.diagnosis.step(now, self.statuses, self.slo, self.server_windows, samples)
+        verdicts = self.diagnosis.families()
+        self.snapshot.put("diagnosis", verdicts)
+        samples += [Sample(s.name, s.labels, s.value) for fam in verdicts for s in fam.samples]
+        self.alerting.evaluate(samples, now, self.diagnosis.annotations)
         self.snapshot.put("alerts", self.alerting.families(now))
         self.eval_seconds = time.perf_counter() - start
         self.last_eval_mono = time.monotonic()
@@ -221,6 +228,7 @@ class Daemon:
         self.sources = sources
         self.probes.update(jobs)
         self.records.reconfigure(cfg, slos)
+        self.diagnosis.reconfigure(cfg)
         self.slo.reconfigure(slos, self.store.iter_probe_results(self.clock.now() - history_horizon(slos)))
         self.server_windows.reconfigure({t.name for t in cfg.targets}, server_horizon(slos), self.clock.now())
         self.cfg = cfg

@@ -118,12 +118,15 @@ def _slo_lines(slo: dict[str, Any], window: str = "5m") -> list[str]:
     for s in _at(slo.get("stages", []), window):
         if s.get("budget") is not None and s.get("p95") is not None:
             lines.append(f"  stage {s['stage']:8} p95 {_fmt(s['p95']):>8} of budget {_fmt(s['budget'])}"
-                         + (" (estimate)" if s.get("estimate") else ""))
+                         + (" (bounded)" if s.get("bounded") else ""))
     budget = slo.get("error_budget_remaining")
     if budget is not None:
         lines.append(f"  error budget remaining ({slo.get('window')}): {budget:.1%}")
     if slo.get("worst_stage"):
         lines.append(f"  most over budget: {slo['worst_stage']}")
+    diagnosis = slo.get("diagnosis")
+    if isinstance(diagnosis, dict) and diagnosis.get("summary"):
+        lines.append(f"  diagnosis: {diagnosis['summary']}")
     return lines
 
 

@@ -71,6 +71,15 @@ class Engine:
         self.waiting: deque[SimRequest] = deque()
         self.running: list[SimRequest] = []
 
+    @property
+    def recorder(self) -> Recorder:
+        """Return where engine events go (the metrics registry)."""
+        return self._rec
+
+    @recorder.setter
+    def recorder(self, rec: Recorder) -> None:
+        self._rec = rec  # an engine restart starts a fresh registry: its counters reset, as vLLM's do
+
     def submit(self, req: SimRequest) -> None:
         """Queue a request; it is admitted at the next `plan()`."""
         req.queued = self._clock()

@@ -28,6 +28,13 @@ class Scheduler:
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self.closing = asyncio.Event()
+        # Set by the simulator's faults (sim.faults): background rate and prompt-length factors, and a cold
+        # start during which no step runs (engine restart). busy_s accumulates time spent in steps.
+        self.rate_multiplier = 1.0
+        self.prompt_scale = 1.0
+        self.paused_until = 0.0
+        self.busy_s = 0.0
+        self.multiplier_fn: Callable[[], float] | None = None  # the engine's step multiplier, read every step
 
     def start(self, background_rps: float, rng: random.Random) -> None:
         """Start the step loop and, when `background_rps` > 0, the background load."""
@@ -73,22 +80,32 @@ class Scheduler:
         task.add_done_callback(self._tasks.discard)
 
     async def _loop(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
+            if (pause := self.paused_until - loop.time()) > 0:  # engine restarting: nothing runs, requests queue
+                await asyncio.sleep(pause)
+                continue
+            if self.multiplier_fn is not None:
+                self.engine.multiplier = self.multiplier_fn()
             duration = self.engine.plan()
             if duration is None:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
             await asyncio.sleep(duration)
+            self.busy_s += duration
             self.engine.complete()
 
     async def _background(self, rps: float, rng: random.Random) -> None:
         loop = asyncio.get_running_loop()
         seq = 0
         while True:
-            await asyncio.sleep(rng.expovariate(rps))
+            await asyncio.sleep(rng.expovariate(rps * self.rate_multiplier) if self.rate_multiplier > 0 else 1.0)
+            if self.rate_multiplier <= 0:
+                continue
             seq += 1
             prompt, max_tokens, _ = rng.choices(BACKGROUND_MIX, weights=[w for *_, w in BACKGROUND_MIX])[0]
+            prompt = max(1, round(prompt * self.prompt_scale))
             target, reason = output_length(max_tokens, False, rng)
             cached = int(prompt * self.engine.profile.prefix_hit_ratio)
             req = SimRequest(rid=f"bg-{seq}", prompt_tokens=prompt, max_tokens=max_tokens,
