@@ -1,8 +1,8 @@
 """Decide a verdict from Inputs with the RULES table: pure, no clock of its own, never a guess.
 
 1. No breached objective: stage none, cause none.
-2. The breach that is furthest over its threshold names the whole (TTFT, TPOT, E2E, ...). Its parts are
-   stages (PARTS); the stage whose value rose most above its own healthy baseline is the bottleneck, if it
+2. The breach furthest over its threshold whose rise a stage explains names the whole (TTFT, TPOT, ...).
+   Its parts are stages (PARTS); the stage whose value rose most above its own healthy baseline is the bottleneck, if it
    explains at least MIN_SHARE of the whole's rise and rose by at least MIN_RISE of its baseline. TPOT,
    ITL and decode breaches are the decode stage itself.
 3. The first RULES row (precedence order) that can explain that stage and whose conditions hold names the
@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 from sloguard.diagnose.model import Breach, Evidence, Inputs, Reading, Stage, Verdict
@@ -52,8 +53,10 @@ def check(c: Condition, inp: Inputs) -> Evidence:
 def apply(rule: CauseRule, inp: Inputs) -> tuple[bool, list[Evidence], list[str]]:
     """Return (holds, evidence, missing signals) of one row."""
     needs = [check(c, inp) for c in rule.needs]
-    any_of = [check(c, inp) for c in rule.any_of]
+    any_of = [dataclasses.replace(e, holds=False) if e.value is None else e  # an absent alternative never holds
+              for e in (check(c, inp) for c in rule.any_of)]
     holds = all(e.holds for e in needs) and (not any_of or any(e.holds for e in any_of))
+    # Missing evidence: a signal that is not available and not optional (an optional one only adds weight).
     missing = [c.signal for c, e in zip((*rule.needs, *rule.any_of), (*needs, *any_of), strict=True)
                if e.value is None and not c.optional]
     if any_of and any(e.holds for e in any_of):
@@ -81,10 +84,14 @@ def _stage_evidence(r: Reading, whole: str, share: float | None) -> Evidence:
 def locate(breach: Breach, inp: Inputs) -> tuple[Stage | None, float | None, list[Evidence], list[str]]:
     """Return (stage, share of the whole's rise, evidence, missing) for a breach; stage None = not located."""
     parts = PARTS.get(breach.metric, ())
-    if parts == ("decode",):
-        r = inp.readings.get("decode")
-        ev = [] if r is None or r.excess is None else [_stage_evidence(r, breach.metric, None)]
-        return "decode", None, ev, []
+    if parts == ("decode",):  # per-token metrics are the decode stage itself: it must have risen
+        r = inp.readings.get(breach.metric) or inp.readings.get("decode")
+        rise = None if r is None else _rise(r)
+        if r is None or rise is None:
+            return None, None, [], [f"{breach.metric} baseline (learned from healthy evaluations)"]
+        if rise <= 0.0:
+            return None, None, [_stage_evidence(r, breach.metric, None)], []
+        return "decode", None, [_stage_evidence(r, breach.metric, None)], []
     missing = [f"{p} stage" for p in parts if p not in inp.readings]
     rises = {p: _rise(inp.readings[p]) for p in parts if p in inp.readings}
     if not rises or all(v is None for v in rises.values()):
@@ -109,9 +116,12 @@ def decide(inp: Inputs) -> Verdict:
     """Return the verdict for one SLO (module docstring)."""
     if not inp.breaches:
         return Verdict(inp.slo, inp.now, "none", "none", 1.0)
-    breach = max(inp.breaches, key=lambda b: b.severity)
+    # The breach furthest over its threshold that a stage explains; else the worst one, unexplained.
+    ordered = sorted(inp.breaches, key=lambda b: -b.severity)
+    located = [(b, locate(b, inp)) for b in ordered]
+    breach, (stage, share, stage_ev, missing) = next(((b, got) for b, got in located if got[0] is not None),
+                                                      located[0])
     head = Evidence(f"p{breach.quantile * 100:g} {breach.metric}", breach.value, f"> {breach.threshold:g}s", True)
-    stage, share, stage_ev, missing = locate(breach, inp)
     if stage is None:
         return Verdict(inp.slo, inp.now, "none", "unknown", 0.0, (head, *stage_ev), missing=tuple(missing),
                        lever="no single stage explains the increase", breach=breach, share=share)

@@ -84,6 +84,11 @@ class Series:
         got = self.increase(key, window, now)
         return None if got is None or got[1] <= 0 else got[0] / got[1]
 
+    def change(self, key: str, window: float, now: float) -> float | None:
+        """Return a gauge's last value minus its value at the window's start, or None without two points."""
+        points = self._since(key, window, now)
+        return points[-1][1] - points[0][1] if len(points) >= 2 else None
+
     def mean(self, key: str, window: float, now: float) -> float | None:
         """Return the mean of a gauge's values inside the window, or None without any."""
         inside = [v for ts, v in self._points.get(key, ()) if now - window < ts <= now]

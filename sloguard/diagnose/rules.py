@@ -1,13 +1,13 @@
 """The RULES table: one row per cause, in precedence order. Data only; `engine.decide` reads it.
 
-A row names the stages the cause can explain, the conditions that must all hold (`needs`), conditions of
-which at least one must hold (`any_of`), and the lever to pull. A condition compares one signal with a
-fixed threshold and, where `vs_baseline` is set, also with that signal's own healthy baseline (value ≥
-factor × baseline; a baseline of 0 counts as "above" for any value over the threshold). A condition whose
-signal is not available never holds, unless it is `optional` (then it is checked only where available):
-a signal an engine does not expose is "not available", never 0. Precedence: the first row whose stage
-matches and whose conditions hold wins; a restart or a sick GPU explains every symptom after it, so they
-come first; capacity last before network, because queues are what every other cause ends in too.
+A row names the stages the cause can explain, the conditions that must all hold (`needs`), conditions of which
+at least one must hold (`any_of`), and the lever to pull. A condition compares one signal with a fixed
+threshold and, where `vs_baseline` is set, also with that signal's own healthy baseline (value ≥ factor ×
+baseline; a baseline of 0 counts as "above" for any value over the threshold). A condition whose signal is not
+available never holds; an `optional` one (supporting evidence) is checked only where available and is never
+reported missing: a signal an engine does not expose is "not available", never 0. Precedence: the first row
+whose stage matches and whose conditions hold wins; a restart or a sick GPU explains every symptom after it,
+so they come first; capacity last before network, because queues are what every other cause ends in too.
 
 Signals (sloguard.diagnose.signals; all over the diagnosis window unless said):
   requests_waiting, requests_running (mean of the scrapes), kv_cache_usage_ratio (max), preemptions_per_second,
@@ -58,9 +58,10 @@ C = Condition
 RULES: tuple[CauseRule, ...] = (
     CauseRule("engine_restart", ALL, any_of=(C("engine_restarts", ">=", 1), C("cold_starts", ">=", 1)),
               lever="find why it restarted (crash, OOM) and gate readiness on warm-up",
-              detail="a restart resets the engine's counters and its cold start recompiles graphs and refills caches: "
-                     "check the engine log for the crash or OOM, and keep a warm spare replica"),
-    CauseRule("gpu_unhealthy", ENGINE, any_of=(C("gpu_health_problems", ">=", 1), C("canary_degraded", ">=", 1)),
+              detail="a restart resets the engine's counters and its cold start recompiles graphs and refills "
+                     "caches: check the engine log for the crash or OOM, and keep a warm spare replica"),
+    CauseRule("gpu_unhealthy", ENGINE,
+              any_of=(C("gpu_health_problems", ">=", 1), C("canary_degraded", ">=", 1, optional=True)),
               lever="drain the node and reset or replace the GPU",
               detail="the GPU reports faults (row remap, XID, uncorrectable ECC, PCIe link below max, canary "
                      "degraded): route traffic to healthy replicas"),
@@ -74,14 +75,15 @@ RULES: tuple[CauseRule, ...] = (
               lever="raise KV blocks or lower max-num-seqs",
               detail="the KV cache is full and running requests are preempted and recomputed: raise "
                      "gpu-memory-utilization, shorten max-model-len, quantise the KV cache, or admit fewer sequences"),
-    CauseRule("serving_cpu_bound", ALL, needs=(C("serving_cpu_cores", ">=", 0.5, vs_baseline=2.0),),
+    CauseRule("serving_cpu_bound", ALL, needs=(C("serving_cpu_cores", ">=", 0.35, vs_baseline=3.0),),
               lever="move tokenisation off the hot path or give the server more CPU",
               detail="a serving process is pinned on CPU: more API-server processes, a faster tokenizer, detokenise "
                      "off the event loop, check for busy neighbours on the host"),
-    CauseRule("long_prompts", frozenset({"prefill", "queue"}),
-              any_of=(C("prompt_tokens_per_request", ">", 0.0, vs_baseline=1.5),),
+    CauseRule("long_prompts", ENGINE,
+              any_of=(C("prompt_tokens_per_request", ">", 0.0, vs_baseline=2.0),),
               lever="enable chunked prefill and prefix caching",
-              detail="prompts got longer, so prefill steps are longer and block other requests: bound "
+              detail="prompts got longer, so prefill steps are longer and stall other requests' queueing and "
+                     "decoding: bound "
                      "max-num-batched-tokens, cache shared prefixes, or route long prompts to their own replicas"),
     CauseRule("capacity", frozenset({"queue", "decode"}),
               any_of=(C("requests_waiting", ">=", 1.0, vs_baseline=2.0), C("request_rate", ">", 0.0, vs_baseline=1.5)),
@@ -89,7 +91,7 @@ RULES: tuple[CauseRule, ...] = (
               detail="more load than the engine can serve: requests wait for a slot or share bigger batches; scale "
                      "out or shed/limit load at the gateway"),
     CauseRule("network", frozenset({"network"}),
-              any_of=(C("network_measured", ">=", 1.0), C("serving_cpu_cores", "<", 0.5)),
+              any_of=(C("network_measured", ">=", 1.0), C("serving_cpu_cores", "<", 0.35)),
               lever="check the gateway and the network path",
               detail="the time is spent before the server answers: load balancer, gateway, TLS termination, proxies, "
                      "cross-zone hops between clients and the server"),

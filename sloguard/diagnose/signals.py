@@ -74,9 +74,12 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
     done = server.increase(target, finished, window, now) if finished else None
     if done is not None and done[1] > 0:
         out["request_rate"] = done[0] / done[1]
+        # Prompt tokens count when a request's prefill is done, finished requests when it ends: the requests
+        # in between (the running count's growth) started too, else a surge reads as longer prompts.
+        started = done[0] + (series.change(f"{target}/requests_running", window, now) or 0.0)
         prompts = server.increase(target, ("prompt_tokens",), window, now) if "prompt_tokens" in names else None
-        if prompts is not None and done[0] > 0:
-            out["prompt_tokens_per_request"] = prompts[0] / done[0]
+        if prompts is not None and started > 0:
+            out["prompt_tokens_per_request"] = prompts[0] / started
     hits = server.increase(target, ("prefix_cache_hits",), window, now)
     queries = server.increase(target, ("prefix_cache_queries",), window, now)
     if hits is not None and queries is not None and queries[0] > 0:
@@ -111,7 +114,8 @@ def host_signals(series: Series, processes: Sequence[str], window: float, hold: 
     """Return serving_cpu_cores (busiest of the target's processes) and cold_starts, with which process."""
     out: dict[str, float] = {}
     notes: dict[str, str] = {}
-    rates = {p: r for p in processes if (r := series.rate(f"process/{p}/cpu", window, now)) is not None}
+    # CPU over the last quarter of the window: a process that just became CPU-bound shows it at once.
+    rates = {p: r for p in processes if (r := series.rate(f"process/{p}/cpu", window / 4, now)) is not None}
     if rates:
         busiest = max(rates, key=lambda p: rates[p])
         out["serving_cpu_cores"], notes["serving_cpu_cores"] = rates[busiest], f"process {busiest}"

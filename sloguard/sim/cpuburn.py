@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 
-SLICE_S = 0.02
+SLICE_S = 0.1
 
 
 def _calibrate() -> float:

@@ -9,17 +9,17 @@ with junk: true or "html" for an HTML page, "binary" for random bytes), `network
 reaches the server this much later: a network/gateway delay before the response head, outside the
 server's own TTFT).
 
-Faults that act through the engine model, so the daemon must infer them (sloguard.diagnose):
-`load_multiplier` (× the background request rate: a load surge that fills the batch and the queue),
-`kv_blocks` (the KV cache shrinks to this many blocks, 0 = the profile's: admission waits for blocks and
-running requests are preempted and recomputed), `prompt_scale` (× every background prompt's length:
-longer prefill steps that block other requests), `gpu_clock_ratio` (the GPU runs at this share of its
-max SM clock, thermally throttled: every engine step takes 1/ratio as long, and the dcgm page shows the
-lower clock with the thermal clock-event reasons), `cpu_burn` (a thread in the server process burns this
-share of one core while holding the GIL, in 20 ms slices: the event loop, hence HTTP handling, token
-delivery and engine steps, waits for it), `engine_restart_s` (an action: the engine restarts now, its
-in-flight requests fail, its counters reset, and it takes this many seconds to come back, then runs a
-warm-up as long at half speed; new requests queue meanwhile).
+Faults that act through the engine model, so the daemon must infer them (sloguard.diagnose): `load_multiplier`
+(× the background request rate: a load surge that fills the batch and the queue), `kv_blocks` (the KV cache
+shrinks to this many blocks, 0 = the profile's: admission waits for blocks and running requests are preempted
+and recomputed), `prompt_scale` (× every background prompt's length: longer prefill steps that block other
+requests), `gpu_clock_ratio` (the GPU runs at this share of its max SM clock, thermally throttled: every
+engine step takes 1/ratio as long, and the dcgm page shows the lower clock with the thermal clock-event
+reasons), `cpu_burn` (a thread in the server process burns this share of one core while holding the GIL, in
+100 ms slices like a long tokenizer call: the event loop, hence HTTP handling, token delivery and engine
+steps, waits for it), `engine_restart_s` (an action: the engine restarts now, its in-flight requests fail, its
+counters reset, and it takes this many seconds to come back, then runs a warm-up three times as long at a
+quarter speed; new requests queue meanwhile).
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ class Scheduler:
         self.prompt_scale = 1.0
         self.paused_until = 0.0
         self.busy_s = 0.0
+        self.step_started: float | None = None  # loop time the running step began (None between steps)
         self.multiplier_fn: Callable[[], float] | None = None  # the engine's step multiplier, read every step
 
     def start(self, background_rps: float, rng: random.Random) -> None:
@@ -74,6 +75,10 @@ class Scheduler:
         """Finish `req` early (client went away: `abort`; injected stream error: `error`)."""
         self.engine.cancel(req, reason)
 
+    def busy_until(self, now: float) -> float:
+        """Return the engine's busy seconds up to `now`, the step in progress included."""
+        return self.busy_s + (max(0.0, now - self.step_started) if self.step_started is not None else 0.0)
+
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
@@ -92,8 +97,10 @@ class Scheduler:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
+            self.step_started = loop.time()
             await asyncio.sleep(duration)
             self.busy_s += duration
+            self.step_started = None
             self.engine.complete()
 
     async def _background(self, rps: float, rng: random.Random) -> None:

@@ -53,7 +53,8 @@ async def _metrics(request: web.Request) -> web.Response:
 async def _dcgm(request: web.Request) -> web.Response:
     sim = request.app[SIM_KEY]
     now = asyncio.get_running_loop().time()
-    values = dcgm.readings(sim.gpu, now, sim.scheduler.busy_s, sim.faults.gpu_clock_ratio, sim.engine.kv_usage())
+    busy = sim.scheduler.busy_until(now)
+    values = dcgm.readings(sim.gpu, now, busy, sim.faults.gpu_clock_ratio, sim.engine.kv_usage())
     return web.Response(body=dcgm.render(values), headers={"Content-Type": METRICS_CONTENT_TYPE})
 
 
