@@ -74,11 +74,14 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
     done = server.increase(target, finished, window, now) if finished else None
     if done is not None and done[1] > 0:
         out["request_rate"] = done[0] / done[1]
-        # Prompt tokens count when a request's prefill is done, finished requests when it ends: the requests
-        # in between (the running count's growth) started too, else a surge reads as longer prompts.
-        started = done[0] + (series.change(f"{target}/requests_running", window, now) or 0.0)
-        prompts = server.increase(target, ("prompt_tokens",), window, now) if "prompt_tokens" in names else None
-        if prompts is not None and started > 0:
+    # Over the last half of the window (a prompt shift shows sooner). Prompt tokens count when a request's
+    # prefill is done, finished requests when it ends: the requests in between (the running count's
+    # growth) started too, else a surge reads as longer prompts.
+    half = server.increase(target, finished, window / 2, now) if finished else None
+    prompts = server.increase(target, ("prompt_tokens",), window / 2, now) if "prompt_tokens" in names else None
+    if half is not None and prompts is not None:
+        started = half[0] + (series.change(f"{target}/requests_running", window / 2, now) or 0.0)
+        if started > 0:
             out["prompt_tokens_per_request"] = prompts[0] / started
     hits = server.increase(target, ("prefix_cache_hits",), window, now)
     queries = server.increase(target, ("prefix_cache_queries",), window, now)
