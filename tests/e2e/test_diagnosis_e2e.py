@@ -98,8 +98,11 @@ def rig(tmp_path_factory: pytest.TempPathFactory, slack: SlackDouble) -> Iterato
 def _slo(daemon: Proc) -> dict[str, Any]:
     status, body = http_get(f"{daemon.url}/api/v1/slos")
     assert status == 200
-    slo: dict[str, Any] = json.loads(body)["slos"][0]
-    negative = [s for s in slo["stages"] if any((s.get(q) or 0.0) < 0 for q in ("p50", "p95", "p99"))]
+    slos = json.loads(body)["slos"]
+    if not slos:  # before the first evaluation
+        return {}
+    slo: dict[str, Any] = slos[0]
+    negative = [s for s in slo.get("stages", []) if any((s.get(q) or 0.0) < 0 for q in ("p50", "p95", "p99"))]
     assert not negative, negative  # never negative, in any state
     return slo
 
@@ -139,7 +142,7 @@ def test_fault_gets_its_verdict_everywhere(rig: tuple[Proc, Proc], slack: SlackD
         wait_until(lambda: any(cause in json.dumps(p.get("blocks")) for p in slack.posted()), PATIENCE,
                    f"a Slack message with the {cause} verdict")
         msg = next(p for p in slack.posted() if f"/ {cause}" in str(p.get("text")))
-        blocks = json.dumps(msg["blocks"])
+        blocks = json.dumps(msg["blocks"], ensure_ascii=False)
         assert "Where / why:" in blocks and f"{cause}:" in blocks and "✓" in blocks  # line + evidence
         if fault == "network_delay":
             _network_within_20ms(daemon)
