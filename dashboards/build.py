@@ -100,7 +100,7 @@ SLO_OVERVIEW = Dashboard("sloguard-slo-overview", "sloguard / SLO overview",
           "{{slo}}"),), "percentunit", width=6, height=5,
           description="Share of the error budget left over the SLO window; negative when overspent."),
     Panel("Probe success ratio", "stat", (Query(
-          'sum by (target) (rate(sloguard_probe_requests_total{target=~"$target",outcome="success"}'
+          'sum by (target) (rate(sloguard_probe_requests_total{target=~"$target",outcome=~"success|empty"}'
           f'[{PROBE_WINDOW}])) / sum by (target) (rate(sloguard_probe_requests_total{{target=~"$target"}}'
           f'[{PROBE_WINDOW}]))', "{{target}}"),), "percentunit", width=6, height=5),
     Panel("Firing alerts", "stat", (Query('count by (alertname) (sloguard_alerts{alertstate="firing"} > 0)',
@@ -123,7 +123,7 @@ SLO_OVERVIEW = Dashboard("sloguard-slo-overview", "sloguard / SLO overview",
           f"sum by (slo, good) (rate(sloguard_slo_requests_total{{{SEL_SLO}}}[{PROBE_WINDOW}]))",
           "{{slo}} good={{good}}"),), "reqps"),
     Panel("Probe errors by outcome", "timeseries", (Query(
-          'sum by (target, outcome) (rate(sloguard_probe_requests_total{target=~"$target",outcome!="success"}'
+          'sum by (target, outcome) (rate(sloguard_probe_requests_total{target=~"$target",outcome!~"success|empty"}'
           f"[{PROBE_WINDOW}])) > 0", "{{target}} {{outcome}}"),), "reqps", requires="fault"),
 ))
 
@@ -209,9 +209,10 @@ GPU_SERVING = Dashboard("sloguard-gpu-serving", "sloguard / GPU and serving heal
           "{{source}} {{target}}"),), width=8),
     Panel("Probe last success age", "timeseries", (Query("sloguard_probe_last_success_age_seconds",
           "{{probe}}"),), width=12),
-    Panel("sloguard config and build", "table", (
+    Panel("sloguard config, build and state store", "table", (
           Query("sloguard_config_last_reload_successful", "config reload ok"),
-          Query("sloguard_build_info", "{{version}}")), "none", width=12),
+          Query("sloguard_build_info", "{{version}}"),
+          Query("sloguard_store_up", "state store up (0: degraded, in memory)")), "none", width=12),
     _row("GPU health"),
     Panel("GPU health problems", "table", (Query(
           "sloguard_gpu_health_problem * on (uuid) group_left (index) sloguard_gpu_info == 1",

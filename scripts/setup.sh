@@ -83,4 +83,7 @@ if [ ! -x .tools/validators/node_modules/.bin/ts-json-schema-generator ] \
   (cd .tools/validators && npm install -s --no-audit --no-fund ts-json-schema-generator@2.4.0 \
      @kubernetes-models/prometheus-operator@6.0.0 >/dev/null)
 fi
+# llama.cpp's llama-server, built from source (CPU only) for the real-engine e2e tests; cached, so only the
+# first run on a machine pays the build (~8 min on 2 cores).
+scripts/build-llama-server.sh >/dev/null
 log "ok: $(.venv/bin/python --version), $(prometheus --version 2>&1 | head -1), helm $(.tools/bin/helm version --short)"

@@ -41,16 +41,32 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     try:
         cfg = load_config(args.config)
-        if args.secrets:
-            read_secrets(cfg)
+        secrets = read_secrets(cfg) if args.secrets or args.online else None
     except ConfigError as exc:
-        print(f"{args.config}: invalid configuration ({len(exc.errors)} error(s))", file=sys.stderr)
-        for line in exc.errors:
-            print(line, file=sys.stderr)
+        print(exc.report(args.config), file=sys.stderr)
+        return 2
+    from sloguard.statedir import report
+
+    usable, state_line = report(cfg.state_dir)
+    if not usable:
+        print(f"{args.config}: {state_line}", file=sys.stderr)
         return 2
     print(f"{args.config}: ok ({len(cfg.targets)} targets, {len(cfg.probes)} probes, {len(cfg.slos)} SLOs, "
           f"{len(cfg.alerts)} alerts, {len(cfg.notifiers)} notifiers)")
-    return _check_records_online(cfg) if getattr(args, "online", False) else 0
+    print(state_line)
+    if not args.online or secrets is None:
+        return 0
+    return max(_check_targets_online(cfg, secrets.targets), _check_records_online(cfg))
+
+
+def _check_targets_online(cfg: Config, api_keys: dict[str, str]) -> int:
+    """Scrape each target once and check /v1/models serves the probes' models; print findings; 1 on a problem."""
+    from sloguard.sources.online import check_targets
+
+    findings = asyncio.run(check_targets(cfg, api_keys))
+    for f in findings:
+        print(f.text, file=sys.stdout if f.ok else sys.stderr)
+    return 0 if all(f.ok for f in findings) else 1
 
 
 def _check_records_online(cfg: Config) -> int:
@@ -80,20 +96,36 @@ def _cmd_version(_: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sloguard", description="LLM inference latency SLO daemon and exporter.")
+    p = argparse.ArgumentParser(
+        prog="sloguard", description="LLM inference latency SLO daemon and exporter.",
+        epilog="First steps: `sloguard demo` (simulator + daemon, nothing to configure); with your own config "
+        "(start from sloguard.example.yaml): `sloguard check -c FILE --online`, then `sloguard run -c FILE`. "
+        "Run `sloguard COMMAND --help` for a command's options.")
+    p.add_argument("--version", action="version", version=f"sloguard {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    run = sub.add_parser("run", help="run the daemon")
-    run.add_argument("-c", "--config", required=True)
-    run.add_argument("--web.config.file", dest="web_config_file", help="exporter-toolkit web config (TLS, auth)")
-    run.add_argument("--web.listen-address", dest="listen", help="override the config's listen address")
+    run = sub.add_parser("run", help="run the daemon",
+                         description="Run the daemon: scrape the targets, run the probes, evaluate SLOs and alerts, "
+                         "serve /metrics. SIGHUP or POST /-/reload reloads the config (a bad one is refused and the "
+                         "old one keeps running); SIGTERM stops. Exit 2 on a bad config at start.")
+    run.add_argument("-c", "--config", required=True, metavar="FILE",
+                     help="the sloguard config file (YAML; validate it with `sloguard check`)")
+    run.add_argument("--web.config.file", dest="web_config_file", metavar="FILE",
+                     help="exporter-toolkit web config: TLS, mTLS and basic auth for the HTTP endpoints")
+    run.add_argument("--web.listen-address", dest="listen", metavar="HOST:PORT",
+                     help="serve on this address instead of the config's `listen` (e.g. 127.0.0.1:9478)")
     run.set_defaults(fn=_cmd_run)
-    check = sub.add_parser("check", help="validate a config file (exit 2 on errors)")
-    check.add_argument("-c", "--config", required=True)
+    check = sub.add_parser("check", help="validate a config file (exit 2 on errors)",
+                           description="Validate a config offline: every error as `PATH: message`, exit 2. With "
+                           "--online also contact each target: is /metrics an engine page, and does /v1/models "
+                           "serve the models the probes send? Exit 1 if a target has a problem.")
+    check.add_argument("-c", "--config", required=True, metavar="FILE", help="the sloguard config file (YAML)")
     check.add_argument("--secrets", action="store_true", help="also read every referenced secret")
     check.add_argument("--online", action="store_true",
-                       help="also probe each target once and say whether its server records arrive")
+                       help="also contact each target: scrape /metrics once, check /v1/models serves the probes' "
+                       "models, send one probe and say whether its server record arrives (reads secrets)")
     check.set_defaults(fn=_cmd_check)
-    config = sub.add_parser("config", help="config helpers")
+    config = sub.add_parser("config", help="print the config's JSON Schema (editor completion)",
+                            description="`sloguard config schema` prints the JSON Schema of the config file.")
     config.add_argument("what", choices=["schema"], help="schema: print the JSON Schema of the config")
     config.set_defaults(fn=_cmd_config)
     sub.add_parser("version", help="print the version").set_defaults(fn=_cmd_version)

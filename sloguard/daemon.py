@@ -6,9 +6,9 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 import time
 from collections.abc import Coroutine
-from pathlib import Path
 from typing import Any
 
 from sloguard import __version__
@@ -32,13 +32,15 @@ from sloguard.exporter.webconfig import load_web_config
 from sloguard.log import setup_logging
 from sloguard.model import Sample, ServerView
 from sloguard.notify import Notifier
+from sloguard.persistence import Persistence
 from sloguard.probes import jobs_from_config
 from sloguard.probes.feed import ProbeFeed
 from sloguard.slo.engine import SLOEngine
 from sloguard.slo.model import slos_from_config
 from sloguard.sources.base import Source, SourceOutput
+from sloguard.sources.online import log_findings
 from sloguard.sources.runner import SourceRunner
-from sloguard.store import Store
+from sloguard.statedir import StateDirError, prepare
 from sloguard.traces.service import RecordService
 from sloguard.windows.coarse import BucketAdvisor
 from sloguard.windows.server import ServerWindows
@@ -69,6 +71,7 @@ class Daemon:
         self._closing: list[asyncio.Task[None]] = []
         self.eval_seconds = 0.0
         self.last_eval_mono = time.monotonic()
+        self.heartbeat_mono = time.monotonic()  # the evaluation loop ran: what the systemd watchdog is fed from
         self.notify = Notifier()
 
     def _build(self, cfg: Config) -> tuple[Secrets, dict[str, Source]]:
@@ -76,27 +79,32 @@ class Daemon:
         return secrets, build_sources(cfg, secrets, self.clock, getattr(self, "sources", None))
 
     async def start(self) -> None:
-        """Load config, build and start everything; raise ConfigError if the first config is bad."""
+        """Load config, build and start everything; raise ConfigError if the first config is bad.
+
+        Raise StateDirError when state_dir is misconfigured; a full or read-only disk starts degraded instead.
+        """
         cfg = load_config(self.config_path)
         setup_logging(cfg.log.format, cfg.log.level)
         web_config = load_web_config(self.web_config_path)
         secrets, sources = self._build(cfg)
         self.cfg = cfg
-        self.store = Store(Path(cfg.state_dir) / "sloguard.db", self.clock)
+        self.persist = Persistence(prepare(cfg.state_dir), self.clock, cfg.probe_settings.store_backlog)
         slos = slos_from_config(cfg)
         self.slo = SLOEngine(slos, self.clock)
         # Streamed from the store (batches ordered by ts), so 28 days of results never sit in memory at once.
-        self.slo.rebuild(self.store.iter_probe_results(self.clock.now() - history_horizon(slos)))
+        self.slo.rebuild(self.persist.history(self.clock.now() - history_horizon(slos)))
         # History only as long as a server-side SLO needs it: each series keeps thinned snapshots.
         self.server_windows = ServerWindows(max_age=server_horizon(slos))
         self.buckets = BucketAdvisor()
         self.probes = ProbeFeed(jobs_from_config(cfg, secrets.targets), cfg.probe_settings.history_size)
         self.diagnosis = Diagnoser(cfg)  # where the time goes and why, per SLO, after each evaluation
+        # Values a rule can read continue across a restart: last success (and its age) come from the store.
+        self.probes.metrics.restore(self.persist.probe_baselines())
         self.records = RecordService(cfg, slos)  # joins the server's own record of each probe request
         await self.records.start()
         self.probes.start()
         # Restored alerts whose series are not collected yet are held, not resolved (no re-page on restart).
-        self.alerting = Alerting(cfg, self.store, self.clock, secrets.notifiers, startup_grace=startup_grace(cfg))
+        self.alerting = Alerting(cfg, self.persist, self.clock, secrets.notifiers, startup_grace=startup_grace(cfg))
         self.runner = SourceRunner(self.snapshot, self._on_output, self.clock)
         self.sources = sources
         self.runner.start(list(sources.values()))
@@ -106,7 +114,8 @@ class Daemon:
             "slos": lambda: self.diagnosis.decorate(self.slo.api_json(self.statuses)),
             "probes": self.probes.history.snapshot,
             "alerts": self.alerting.debug_json,
-        })
+        }, degraded=self.persist.degraded,
+            query_providers={"probes": lambda query: self.probes.history.page(query)})
         self.statuses: list[Any] = []
         self.http, self.port = await start_server(ep, web_config, self.listen_override or cfg.listen)
         for coro in (self._loop(self.cfg.evaluation_interval, self.evaluate, first=0.5),
@@ -114,6 +123,8 @@ class Daemon:
                      self._loop(PRUNE_INTERVAL, self._prune),
                      self._alert_delivery(), self._watchdog()):
             self._tasks.append(asyncio.create_task(coro))
+        # First run only: name probe models the servers do not serve (else every request is a silent 404).
+        self._tasks.append(asyncio.create_task(log_findings(cfg, secrets.targets)))
         log.info("sloguard started", extra={"version": __version__, "listen": self.listen_override or cfg.listen,
                                             "port": self.port, "sources": len(sources),
                                             "probes": len(cfg.probes), "slos": len(cfg.slos)})
@@ -133,12 +144,16 @@ class Daemon:
             await asyncio.sleep(interval)
 
     async def _watchdog(self) -> None:
-        """Feed systemd's watchdog only while evaluations keep completing, so a wedged daemon is restarted."""
+        """Feed systemd's watchdog while the main loop runs and its evaluation loop keeps cycling.
+
+        A blocked event loop or a dead evaluation loop stops the pings (systemd restarts a wedged daemon);
+        a failing store does not, since evaluation goes on without it (degraded mode).
+        """
         if self.notify.watchdog is None:
             return
         while not self.stopping.is_set():
             stale_after = max(3 * self.cfg.evaluation_interval, self.notify.watchdog)
-            if time.monotonic() - self.last_eval_mono < stale_after:
+            if time.monotonic() - self.heartbeat_mono < stale_after:
                 self.notify.ping()
             await asyncio.sleep(self.notify.watchdog / 2)
 
@@ -153,15 +168,16 @@ class Daemon:
                 await asyncio.sleep(1.0)
 
     def drain_probes(self) -> None:
-        """Move probe results from the probe process into the store and the SLO windows."""
+        """Move probe results into the SLO windows, then hand them to the store (which may fail: they wait)."""
         results = self.records.finalise(self.probes.drain(supervise=not self.stopping.is_set()))
         if results:
-            self.store.add_probe_results(results)
             self.slo.add_probe_results(results)
+        self.persist.add_probe_results(results)  # never raises for the store; retries a failed one
 
     def evaluate(self) -> None:
         """Evaluate SLOs and alerts and publish the snapshot; the exporter serves it until the next cycle."""
         start = time.perf_counter()
+        self.heartbeat_mono = time.monotonic()
         now = self.clock.now()
         self.drain_probes()
         self.statuses = self.slo.evaluate(now, self.server_windows)
@@ -169,6 +185,7 @@ class Daemon:
         self.snapshot.put("server", self.server_windows.families(now))
         self.snapshot.put("probes", self.probes.metrics.families(now))
         self.snapshot.put("traces", self.records.families())
+        self.snapshot.put("store", self.persist.families())  # before the rules: SloguardStoreDown reads it
         samples = self.snapshot.samples()
         self.diagnosis.step(now, self.statuses, self.slo, self.server_windows, samples)
         verdicts = self.diagnosis.families()
@@ -184,7 +201,7 @@ class Daemon:
         self._publish_self()
 
     def _prune(self) -> None:
-        self.store.prune(self.cfg.probe_settings.retention)
+        self.persist.prune(self.cfg.probe_settings.retention)
         self.alerting.prune(self.clock.now())
 
     def _publish_self(self) -> None:
@@ -229,7 +246,7 @@ class Daemon:
         self.probes.update(jobs)
         self.records.reconfigure(cfg, slos)
         self.diagnosis.reconfigure(cfg)
-        self.slo.reconfigure(slos, self.store.iter_probe_results(self.clock.now() - history_horizon(slos)))
+        self.slo.reconfigure(slos, self.persist.history(self.clock.now() - history_horizon(slos)))
         self.server_windows.reconfigure({t.name for t in cfg.targets}, server_horizon(slos), self.clock.now())
         self.cfg = cfg
         self.reload_ok, self.reload_ts = 1.0, self.clock.now()
@@ -245,8 +262,8 @@ class Daemon:
         with contextlib.suppress(Exception):
             self.drain_probes()
             held = self.records.flush()  # results still waiting for engine spans: stored without them
-            self.store.add_probe_results(held)
             self.slo.add_probe_results(held)
+            self.persist.add_probe_results(held)
         with contextlib.suppress(Exception):
             await self.records.stop()
         for t in self._tasks:
@@ -257,7 +274,7 @@ class Daemon:
         for src in self.runner.sources:
             await _quietly(src.close())
         await self.http.cleanup()
-        self.store.close()
+        self.persist.close()
         log.info("sloguard stopped")
 
 
@@ -272,7 +289,10 @@ async def serve(config_path: str, web_config_path: str | None = None, listen: st
     try:
         await daemon.start()
     except ConfigError as exc:
-        print(f"sloguard: invalid configuration {exc.source}:", *exc.errors, sep="\n  ")
+        print(exc.report(config_path), file=sys.stderr)
+        return 2
+    except StateDirError as exc:
+        print(f"sloguard: {exc}", file=sys.stderr)
         return 2
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(daemon.reload()))

@@ -90,4 +90,10 @@ class ProbeResult:
     # Time to the response head (t0 → status line arrived): network both ways + the server's HTTP front
     # until it answers; per request, never negative (README "Exact definitions", network stage).
     head_s: float | None = None
-    itls_s: tuple[float, ...] = ()
+    # Live only (never stored, kept last): this request's per-token ITL gaps counted per histogram bucket
+    # (sloguard.probes.timing.ITL_BUCKETS, +Inf last) and their sum; bounded whatever the stream's length.
+    itl_counts: tuple[int, ...] = ()
+    itl_sum_s: float = 0.0
+
+
+LIVE_ONLY_FIELDS = frozenset({"itl_counts", "itl_sum_s"})  # ProbeResult fields the store and JSON rows omit

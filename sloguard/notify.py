@@ -21,20 +21,30 @@ class Notifier:
         pid = env.get("WATCHDOG_PID", "")
         mine = not pid or pid == str(os.getpid())
         self.watchdog = int(usec) / 1e6 if usec.isdigit() and mine else None
+        self._failing = False
 
     @property
     def enabled(self) -> bool:
         return bool(self.address)
 
     def send(self, *fields: str) -> None:
-        """Send one datagram of newline-separated `KEY=value` fields."""
+        """Send one datagram of newline-separated `KEY=value` fields; never blocks (a full queue drops it).
+
+        Runs on the event loop: a receiver that stops reading must not stall the daemon (and with it
+        the watchdog it is meant to feed). A failure is logged once until a send succeeds again.
+        """
         if not self.address:
             return
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+                s.setblocking(False)
                 s.sendto("\n".join(fields).encode(), self.address)
         except OSError as exc:
-            log.warning("sd_notify failed", extra={"error": str(exc)})
+            if not self._failing:
+                log.warning("sd_notify failed (logged once until it works again)", extra={"error": str(exc)})
+            self._failing = True
+            return
+        self._failing = False
 
     def ready(self) -> None:
         """Tell systemd the daemon serves (after the first evaluation)."""

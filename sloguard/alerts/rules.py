@@ -60,6 +60,9 @@ BUILTIN_ALERTS: tuple[tuple[str, str, float, str, str], ...] = (
      "{{ $value }} notification(s) to {{ $labels.notifier }} expired undelivered in the last hour"),
     ("SloguardNotificationFailed", f'{UNDELIVERED_METRIC}{{outcome="failed"}} > 0', 0.0, "critical",
      "{{ $value }} notification(s) to {{ $labels.notifier }} were rejected permanently in the last hour"),
+    ("SloguardStoreDown", "sloguard_store_up == 0", 60.0, "critical",
+     "sloguard cannot write its state store (disk full or read-only?): probe results, alert state and "
+     "notifications are kept in memory and lost if it restarts"),
 )
 
 

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from sloguard.config.checks import Invalid, cross_check
+from sloguard.config.files import FileError, kind_of, parse_yaml, read_text
 from sloguard.config.spec import (
     AlertSpec,
     Config,
@@ -28,11 +28,24 @@ _UNION_TAGS = frozenset({"slack", "alertmanager", "webhook", "log", "console"})
 class ConfigError(Exception):
     """Configuration is invalid; `errors` holds one `PATH: message` line per problem."""
 
-    def __init__(self, errors: Sequence[str], source: str = "") -> None:
+    def __init__(self, errors: Sequence[str], source: str = "", file_problem: bool = False) -> None:
         self.errors = list(errors)
         self.source = source
+        self.file_problem = file_problem
         head = f"{source}: " if source else ""
         super().__init__(head + f"{len(self.errors)} error(s):\n" + "\n".join(self.errors))
+
+    @classmethod
+    def from_file(cls, exc: FileError) -> ConfigError:
+        """Wrap a whole-file problem (unreadable, not UTF-8, not YAML): one line that names the path."""
+        return cls([str(exc)], exc.path, file_problem=True)
+
+    def report(self, source: str = "") -> str:
+        """Return what a command prints: the one `PATH: why` line of a file problem, else a header and lines."""
+        if self.file_problem:
+            return self.errors[0]
+        name = self.source or source
+        return "\n".join([f"{name}: invalid configuration ({len(self.errors)} error(s))", *self.errors])
 
 
 def _is_noise(part: str, prev: int | str | None) -> bool:
@@ -117,7 +130,8 @@ def partial_config(data: dict[str, Any]) -> Config:
 def parse_config(data: Any, source: str = "") -> Config:
     """Validate a parsed YAML document; raise ConfigError with every problem found, cross-field ones too."""
     if not isinstance(data, dict):
-        raise ConfigError(["(root): the file must be a YAML mapping"], source)
+        raise ConfigError.from_file(FileError(source or "<string>", f"must be a YAML mapping of sloguard keys "
+                                              f"(version: sloguard/v1, targets: ...), got {kind_of(data)}"))
     try:
         cfg = Config.model_validate(data)
     except ValidationError as exc:
@@ -132,21 +146,17 @@ def parse_config(data: Any, source: str = "") -> Config:
 
 def load_config(path: str | Path) -> Config:
     """Read and validate a config file; raise ConfigError (never another exception) on any problem."""
-    p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError([f"(file): cannot read {p}: {exc.strerror}"], str(p)) from None
-    return load_config_text(text, str(p))
+        text = read_text(path)
+    except FileError as exc:
+        raise ConfigError.from_file(exc) from None
+    return load_config_text(text, str(path))
 
 
 def load_config_text(text: str, source: str = "<string>") -> Config:
     """Validate YAML text; raise ConfigError on syntax or schema problems."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "?"
-        problem = getattr(exc, "problem", None) or exc
-        raise ConfigError([f"(yaml): {where}: {problem}"], source) from None
+        data = parse_yaml(text, source)
+    except FileError as exc:
+        raise ConfigError.from_file(exc) from None
     return parse_config(data, source)

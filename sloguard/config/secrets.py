@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
+
+from sloguard.config.files import FileError, read_text
+
+SECRET_MAX_BYTES = 64 * 1024
 
 
 class SecretError(Exception):
@@ -14,9 +17,9 @@ def read_secret(file: str | None, env: str | None) -> str | None:
     """Return the secret from `file` (trailing newline stripped) or the env var `env`; None if neither is set."""
     if file:
         try:
-            value = Path(file).read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise SecretError(f"cannot read secret file {file}: {exc.strerror}") from None
+            value = read_text(file, SECRET_MAX_BYTES, quote_bytes=False).strip()
+        except FileError as exc:
+            raise SecretError(f"cannot read secret file {file}: {exc.problem.removeprefix('cannot read: ')}") from None
         if not value:
             raise SecretError(f"secret file {file} is empty")
         return value

@@ -62,6 +62,13 @@ class TargetSpec(SecretSource):
         description="where the server's own per-request record comes from (README 'Exact definitions'): otlp = "
                     "engine spans sent to traces.receiver, inband = in the stream (vLLM per-request metrics, "
                     "llama.cpp timings), none = not used")
+    # Per-scrape limits, as Prometheus's: a scrape over one is rejected whole (source down, reason = the limit).
+    sample_limit: int = Field(default=50_000, ge=0, description="most samples in one /metrics page; 0 = no limit")
+    label_limit: int = Field(default=64, ge=0, description="most labels on one sample; 0 = no limit")
+    label_value_length_limit: int = Field(default=1024, ge=0,
+                                          description="most characters in one label value; 0 = no limit")
+    series_limit: int = Field(default=5_000, ge=0,
+                              description="most sloguard_server_* series this target may produce; 0 = no limit")
     dcgm_url: Annotated[str, AfterValidator(_no_userinfo)] | None = Field(
         default=None, pattern=r"^(https?://|file://).+",
         description="an NVIDIA dcgm-exporter /metrics URL for the GPUs serving this target; its DCGM_FI_* fields "
@@ -90,6 +97,10 @@ class ProbeSpec(Strict):
     max_tokens: int = Field(default=64, gt=0)
     ignore_eos: bool = False
     prompts: list[PromptSpec] = Field(default_factory=lambda: [PromptSpec(tokens=64)], min_length=1)
+    max_events: int | None = Field(
+        default=None, gt=0, le=100_000,
+        description="SSE events one response may send before it fails as an event flood (default 4 x max_tokens + 64)",
+    )
 
 
 class ProbeSettings(Strict):
@@ -99,6 +110,11 @@ class ProbeSettings(Strict):
     )
     retention: PositiveDuration = 35 * 86400.0
     history_size: int = Field(default=200, gt=0)
+    store_backlog: int = Field(
+        default=20000, ge=0,
+        description="probe results kept in memory (about 0.6 KiB each) while the state store cannot be written; "
+                    "beyond it the oldest are dropped from the backlog, counted and logged",
+    )
 
 
 class ObjectiveSpec(Strict):

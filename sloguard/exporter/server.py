@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ log = logging.getLogger("sloguard.exporter")
 CONTENT_TYPE_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 CONTENT_TYPE_OM = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 JSONProvider = Callable[[], Any]
+QueryProvider = Callable[[Mapping[str, str]], Any]  # gets the query string; ValueError -> 400
 
 _LANDING = """<!doctype html><html><head><title>sloguard</title></head><body>
 <h1>sloguard {version}</h1><p>LLM inference latency SLOs.</p><ul>
@@ -36,6 +37,9 @@ class Endpoints:
     reload: Callable[[], Awaitable[bool]]
     ready: Callable[[], bool]
     json_providers: dict[str, JSONProvider] = field(default_factory=dict)
+    # Why the daemon runs degraded ("" when it does not): /-/ready stays 200 and says so (see README).
+    degraded: Callable[[], str] = field(default=lambda: "")
+    query_providers: dict[str, QueryProvider] = field(default_factory=dict)  # paginated ones (/debug/probes)
 
 
 def _wants_openmetrics(request: web.Request) -> bool:
@@ -71,7 +75,9 @@ class _Handlers:
 
     async def ready(self, _: web.Request) -> web.Response:
         if self.ep.ready():
-            return web.Response(text="sloguard is ready.\n")
+            degraded = self.ep.degraded()
+            return web.Response(text=f"sloguard is ready (degraded: {degraded}).\n" if degraded
+                                else "sloguard is ready.\n")
         return web.Response(status=503, text="sloguard is not ready: first evaluation pending.\n")
 
     async def reload(self, _: web.Request) -> web.Response:
@@ -83,11 +89,19 @@ class _Handlers:
         return web.Response(text=_LANDING.format(version=__version__), content_type="text/html")
 
     def provider(self, name: str) -> Callable[[web.Request], Awaitable[web.Response]]:
-        async def handler(_: web.Request) -> web.Response:
+        async def handler(request: web.Request) -> web.Response:
+            paged = self.ep.query_providers.get(name)
             fn = self.ep.json_providers.get(name)
-            if fn is None:
-                return web.json_response({"error": f"{name} not enabled"}, status=404)
-            return web.Response(text=json.dumps(fn(), default=str, indent=1), content_type="application/json")
+            try:
+                if paged is not None:
+                    body = paged(request.query)
+                elif fn is not None:
+                    body = fn()
+                else:
+                    return web.json_response({"error": f"{name} not enabled"}, status=404)
+            except ValueError as exc:
+                return web.json_response({"error": str(exc)}, status=400)
+            return web.Response(text=json.dumps(body, default=str, indent=1), content_type="application/json")
         return handler
 
 

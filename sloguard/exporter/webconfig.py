@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Literal
 
 import bcrypt
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sloguard.config.files import FileError, kind_of, load_yaml
 from sloguard.config.load import ConfigError, errors_from_validation
 
 _VERSIONS = {"TLS10": ssl.TLSVersion.TLSv1, "TLS11": ssl.TLSVersion.TLSv1_1,
@@ -124,12 +124,12 @@ def load_web_config(path: str | Path | None) -> WebConfig:
         return WebConfig()
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        data = load_yaml(p) or {}
+        if not isinstance(data, dict):
+            raise FileError(p, f"must be a YAML mapping (exporter-toolkit web config), got {kind_of(data)}")
         spec = WebConfigSpec.model_validate(data)
-    except OSError as exc:
-        raise ConfigError([f"(file): cannot read {p}: {exc.strerror}"], str(p)) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError([f"(yaml): {exc}"], str(p)) from None
+    except FileError as exc:
+        raise ConfigError.from_file(exc) from None
     except ValidationError as exc:
         raise ConfigError(errors_from_validation(exc), str(p)) from None
     ctx = None

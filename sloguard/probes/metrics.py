@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from prometheus_client.metrics_core import (
@@ -17,17 +17,18 @@ from prometheus_client.metrics_core import (
 from prometheus_client.samples import Exemplar
 
 from sloguard.model import ProbeResult
+from sloguard.probes.outcome import outcome
+from sloguard.probes.timing import ITL_BUCKETS
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0,
                    3.0, 5.0, 7.5, 10.0, 20.0, 30.0, 60.0)
-TOKEN_BUCKETS = (0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1,
-                 0.15, 0.2, 0.3, 0.5, 1.0, 2.5)
+TOKEN_BUCKETS = ITL_BUCKETS
 
-# metric name suffix -> (ProbeResult field, buckets, help); "itls_s" observes every per-token gap
+# metric name suffix -> (ProbeResult field, buckets, help); "itl" adds the request's per-token bucket counts
 HISTOGRAMS: dict[str, tuple[str, tuple[float, ...], str]] = {
     "ttft": ("ttft_s", LATENCY_BUCKETS, "Probe time to first token (content or reasoning), from t0."),
     "ttfot": ("ttfot_s", LATENCY_BUCKETS, "Probe time to first non-reasoning output token, from t0."),
-    "itl": ("itls_s", TOKEN_BUCKETS, "Probe per-token inter-token latency (gap / tokens in the event)."),
+    "itl": ("itl_counts", TOKEN_BUCKETS, "Probe per-token inter-token latency (gap / tokens in the event)."),
     "tpot": ("tpot_s", TOKEN_BUCKETS, "Probe time per output token: (E2E - TTFT) / (usage tokens - 1)."),
     "e2e": ("e2e_s", LATENCY_BUCKETS, "Probe end-to-end latency: t0 to the last token-bearing event."),
     "connect": ("connect_s", LATENCY_BUCKETS, "Probe TCP/TLS connection set-up (0 on a reused connection)."),
@@ -48,12 +49,11 @@ class _Hist:
         if trace_id:
             self.exemplars[i] = Exemplar({"trace_id": trace_id}, value, ts)
 
-
-def outcome(r: ProbeResult) -> str:
-    """Return 'success', 'timeout' or 'error'."""
-    if r.ok:
-        return "success"
-    return "timeout" if (r.error or "").startswith("timeout") else "error"
+    def add_counts(self, counts: tuple[int, ...], total: float) -> None:
+        """Add one request's per-bucket counts (a per-token histogram computed in the probe process)."""
+        for i, n in enumerate(counts[: len(self.counts)]):
+            self.counts[i] += n
+        self.total += total
 
 
 class ProbeMetrics:
@@ -68,6 +68,8 @@ class ProbeMetrics:
         self._probes: set[str] = set()
         self._configured: frozenset[str] | None = None  # None until expect(): accept every probe
         self._overhead: float | None = None
+        self._stall: float | None = None
+        self._first: dict[str, float] = {}  # probe -> first request known (restored), the age's origin
 
     def expect(self, probes: Iterable[str]) -> None:
         """Declare the configured probes (replacing the previous set, e.g. on reload).
@@ -86,9 +88,24 @@ class ProbeMetrics:
             self._tokens[kind] = {k: n for k, n in counts.items() if k[0] in keep}
         self._last_success = {p: t for p, t in self._last_success.items() if p in keep}
 
-    def set_overhead(self, seconds: float) -> None:
-        """Record the probe process's measured timing overhead (see ProbeWorker.overhead_seconds)."""
+    def restore(self, baselines: Mapping[str, tuple[float, float | None]]) -> None:
+        """Adopt what the store knows from before a restart: {probe: (first request ts, last success end)}.
+
+        The last-success age then continues across a restart instead of restarting at 0 (which resolved
+        and re-fired a staleness alert on every restart); a probe that never succeeded ages from its first
+        recorded request, not from this process's start.
+        """
+        for probe, (first, last) in baselines.items():
+            if self._configured is not None and probe not in self._configured:
+                continue
+            self._first[probe] = min(first, self._first.get(probe, first))
+            if last is not None:
+                self._last_success[probe] = max(last, self._last_success.get(probe, last))
+
+    def set_overhead(self, seconds: float, stall: float | None = None) -> None:
+        """Record the probe process's measured timing overhead and longest loop stall (ProbeWorker)."""
         self._overhead = seconds
+        self._stall = stall
 
     def observe(self, r: ProbeResult) -> None:
         """Count one result; observe its defined latencies into the histograms (unless its probe was removed)."""
@@ -109,13 +126,17 @@ class ProbeMetrics:
     def _observe_latencies(self, r: ProbeResult) -> None:
         labels = (r.probe, r.target, r.model, r.prompt_bucket)
         for name, (attr, bounds, _) in HISTOGRAMS.items():
-            raw = getattr(r, attr)
-            values = raw if isinstance(raw, tuple) else (() if raw is None else (raw,))
-            if not values:
+            value = getattr(r, attr)
+            if value is None or value == ():  # undefined, or a request without per-token gaps
                 continue
             h = self._hists[name].setdefault(labels, _Hist([0] * (len(bounds) + 1)))
-            for v in values:
-                h.observe(bounds, v, r.trace_id, r.ts)
+            if name != "itl":
+                h.observe(bounds, value, r.trace_id, r.ts)
+                continue
+            h.add_counts(r.itl_counts, r.itl_sum_s)
+            for v in (r.itl_p50_s, r.itl_p99_s, r.itl_max_s):  # exemplars: exact per-token values of this request
+                if v is not None and r.trace_id:
+                    h.exemplars[bisect_left(bounds, v)] = Exemplar({"trace_id": r.trace_id}, v, r.ts)
 
     def families(self, now: float) -> list[Metric]:
         """Return all probe families; histograms carry {trace_id} exemplars (shown by OpenMetrics only)."""
@@ -125,8 +146,14 @@ class ProbeMetrics:
         if self._overhead is not None:
             out.append(GaugeMetricFamily(
                 "sloguard_probe_timing_overhead_seconds",
-                "Probe process timing error bar: p99 event-loop scheduling delay plus clock read cost, "
-                "measured by the probe process every 100 ms over the last minute.", value=self._overhead))
+                "Probe process timing error bar: the p99 wait a socket read has before the probe loop stamps it "
+                "(time-weighted over every busy period of the loop in the last minute) plus clock read cost.",
+                value=self._overhead))
+        if self._stall is not None:
+            out.append(GaugeMetricFamily(
+                "sloguard_probe_loop_stall_max_seconds",
+                "Longest time the probe process's loop ran without polling its sockets in the last minute "
+                "(a read arriving then is stamped that late).", value=self._stall))
         return out
 
     def _histogram(self, name: str) -> HistogramMetricFamily:
@@ -160,13 +187,15 @@ class ProbeMetrics:
         ts = GaugeMetricFamily("sloguard_probe_last_success_timestamp_seconds",
                                "Unix time of the probe's last successful request.", labels=("probe",))
         age = GaugeMetricFamily("sloguard_probe_last_success_age_seconds",
-                                "Seconds since the last success, or since the daemon start if none; "
+                                "Seconds since the last success, or since the probe's first recorded request "
+                                "(else the daemon start) if none; kept across restarts from the store; "
                                 "computed at evaluation time.", labels=("probe",))
         for probe in sorted(self._probes):
             last = self._last_success.get(probe)
             if last is not None:
                 ts.add_metric([probe], last)
-            age.add_metric([probe], max(0.0, now - (last if last is not None else self._start)))
+            origin = last if last is not None else min(self._start, self._first.get(probe, self._start))
+            age.add_metric([probe], max(0.0, now - origin))
         return [ts, age]
 
 

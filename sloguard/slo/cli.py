@@ -7,10 +7,10 @@ import dataclasses
 import json
 import sys
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 from sloguard.clock import FakeClock
+from sloguard.config.files import read_text
 from sloguard.config.load import ConfigError, load_config
 from sloguard.model import ProbeResult
 from sloguard.slo.engine import SLOEngine
@@ -22,7 +22,8 @@ _FIELDS = {f.name for f in dataclasses.fields(ProbeResult)}
 
 def _result(row: dict[str, Any]) -> ProbeResult:
     values = {k: v for k, v in row.items() if k in _FIELDS}
-    values["itls_s"] = tuple(values.get("itls_s", ()))
+    if "itl_counts" in values:
+        values["itl_counts"] = tuple(values["itl_counts"])
     return ProbeResult(**values)
 
 
@@ -50,7 +51,7 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     try:
         cfg = load_config(args.config)
-        text = sys.stdin.read() if args.results == "-" else Path(args.results).read_text(encoding="utf-8")
+        text = sys.stdin.read() if args.results == "-" else read_text(args.results, limit=1 << 31)
         results = list(read_results(text.splitlines()))
     except (ConfigError, OSError, ValueError) as exc:
         print(f"sloguard evaluate: {exc}", file=sys.stderr)

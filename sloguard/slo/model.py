@@ -90,14 +90,16 @@ SKIPPED_WHEN_UNDEFINED = frozenset({"tpot", "itl"})  # undefined for ≤1 output
 def is_good(result: ProbeResult, goodput: Goodput | None) -> bool:
     """Return whether a request succeeded and met every goodput threshold.
 
-    TPOT and ITL are undefined for ≤1 output token: that criterion is skipped for the request. A
-    succeeded request without TTFT or E2E (no token) fails those criteria.
+    TPOT and ITL are undefined for ≤1 output token: that criterion is skipped for the request. An
+    `empty` answer (only the end-of-sequence token: a success with E2E and no TTFT) skips TTFT too. A
+    succeeded request without E2E fails the criteria it lacks.
     """
     if not result.ok:
         return False
+    empty = result.ttft_s is None and result.e2e_s is not None
     for metric, threshold in goodput.thresholds() if goodput is not None else ():
         value = getattr(result, GOODPUT_FIELDS[metric])
-        if value is None and metric in SKIPPED_WHEN_UNDEFINED:
+        if value is None and (metric in SKIPPED_WHEN_UNDEFINED or (empty and metric == "ttft")):
             continue
         if value is None or value > threshold:
             return False

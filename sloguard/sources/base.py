@@ -16,6 +16,9 @@ class SourceError(Exception):
         super().__init__(message)
         self.reason = reason
 
+    def __reduce__(self) -> tuple[type[SourceError], tuple[str, str]]:
+        return type(self), (self.reason, str(self))  # crosses the parser-process boundary intact
+
 
 class SourceAbsent(SourceError):
     """What the source reads does not exist on this host (no NVIDIA driver under `nvml: auto`).

@@ -1,4 +1,8 @@
-"""`sloguard inspect-metrics FILE_OR_URL`: show what sloguard reads from an engine's /metrics, offline."""
+"""`sloguard inspect-metrics FILE_OR_URL`: show what sloguard reads from an engine's /metrics.
+
+Prints the detected engine, for every canonical signal (`sloguard_server_<signal>`) the raw series that fed
+it or "not available", and the normalised values per model. Exit 0, 1 if the page cannot be read or parsed.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import asyncio
 import json
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +19,7 @@ from sloguard.config.spec import TargetSpec
 from sloguard.model import Histogram, ServerView
 from sloguard.sources.base import SourceError
 from sloguard.sources.engines import ENGINES, normalise
+from sloguard.sources.engines.provenance import Fed, provenance
 from sloguard.sources.parse import ParseError, parse_text
 from sloguard.sources.scrape import ScrapeSource
 
@@ -45,8 +51,25 @@ def view_json(view: ServerView) -> dict[str, Any]:
     return {"target": view.target, "engine": view.engine, "models": models}
 
 
-def _text(view: ServerView) -> str:
+def signals_json(feds: Sequence[Fed]) -> dict[str, Any]:
+    """Return {canonical signal: {"available": bool, "fed_by": [raw series], "note": str}}."""
+    return {f.signal: {"available": f.available, "fed_by": list(f.sources), "note": "" if f.available else f.how}
+            for f in feds}
+
+
+def _signals_text(feds: Sequence[Fed]) -> list[str]:
+    lines = ["signals (sloguard_server_<signal> <- raw series):"]
+    for f in feds:
+        fed = " ; ".join(f.sources) if f.available else "not available" + (f": {f.how}" if f.how else "")
+        fed += " (a mean per window, no quantiles)" if f.how == "mean" else ""
+        lines.append(f"  {f.signal:<30} {fed}")
+    return lines
+
+
+def _text(view: ServerView, feds: Sequence[Fed] = ()) -> str:
     lines = [f"engine: {view.engine}"]
+    if feds:
+        lines.extend(_signals_text(feds))
     for name, mv in view.models.items():
         lines.append(f"model: {name}")
         for sig, h in mv.histograms.items():
@@ -72,9 +95,11 @@ async def _read(source: str, engine: str) -> str:
 
 def main(argv: list[str]) -> int:
     """Print the detected engine and normalised signals (or --raw samples); 0 ok, 1 unreadable, 2 usage."""
-    ap = argparse.ArgumentParser(prog="sloguard inspect-metrics", description=__doc__)
+    ap = argparse.ArgumentParser(prog="sloguard inspect-metrics", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("source", metavar="FILE_OR_URL", help="a file, file:// or http(s):// URL, or - for stdin")
-    ap.add_argument("--engine", default="auto", choices=["auto", *ENGINES])
+    ap.add_argument("--engine", default="auto", choices=["auto", *ENGINES],
+                    help="engine map to apply (default: detected from the metric names)")
     ap.add_argument("--json", action="store_true", help="print JSON")
     ap.add_argument("--raw", action="store_true", help="print the parsed samples [{name, labels, value}]")
     args = ap.parse_args(argv)
@@ -90,5 +115,9 @@ def main(argv: list[str]) -> int:
         print(json.dumps(raw, indent=None if args.json else 1))
         return 0
     view = normalise(samples, args.engine, "inspect", 0.0)
-    print(json.dumps(view_json(view), indent=2) if args.json else _text(view))
+    feds = provenance(ENGINES[view.engine], samples) if view.engine in ENGINES else []
+    if args.json:
+        print(json.dumps({**view_json(view), "signals": signals_json(feds)}, indent=2))
+    else:
+        print(_text(view, feds))
     return 0

@@ -4,11 +4,16 @@ The parser works line by line with `str.find`/`str.partition` (no per-character 
 without a backslash are sliced out directly; only escaped values take the slow path. It returns the same
 (name, labels, value) multiset as `prometheus_client.parser` (the test oracle) and keeps sample names as
 written (`_total`, `_bucket`, `_created` ...). Comment lines (HELP, TYPE, UNIT, EOF) carry no samples.
+
+Limits (ParseLimits, as Prometheus's scrape limits) stop the parse at the first sample over a limit, so a
+hostile page costs at most `samples` lines of work, never its full size.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from sloguard.model import Sample
 
@@ -25,45 +30,126 @@ class ParseError(ValueError):
         self.line_no = line_no
         self.msg = msg
 
+    def __reduce__(self) -> tuple[type[ParseError], tuple[int, str]]:
+        return type(self), (self.line_no, self.msg)
 
-def parse_text(text: str) -> list[Sample]:
-    """Return every sample in `text`; raise ParseError(line_no, msg) on the first malformed line."""
+
+@dataclass(frozen=True, slots=True)
+class ParseLimits:
+    """Most samples per page, labels per sample and characters per label value; 0 = no limit."""
+
+    samples: int = 0
+    labels: int = 0
+    label_value_length: int = 0
+
+
+class LimitExceeded(ValueError):
+    """The page breaks a ParseLimits bound; `reason` is the Prometheus-style limit name (e.g. sample_limit)."""
+
+    def __init__(self, reason: str, msg: str) -> None:
+        super().__init__(msg)
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[type[LimitExceeded], tuple[str, str]]:
+        return type(self), (self.reason, str(self))
+
+
+_NO_LIMITS = ParseLimits()
+
+
+def parse_text(text: str, limits: ParseLimits = _NO_LIMITS) -> list[Sample]:
+    """Return every sample in `text`; raise ParseError(line_no, msg) on the first malformed line.
+
+    Raise LimitExceeded as soon as a sample breaks `limits` (the rest of the page is not parsed).
+    """
+    return parse_page(text, limits)[0]
+
+
+def parse_page(
+    text: str, limits: ParseLimits = _NO_LIMITS, keep: tuple[str, ...] | None = None
+) -> tuple[list[Sample], int]:
+    """Return (samples whose name starts with one of `keep` (all if None), count of all samples).
+
+    Every line is validated and counted against `limits` whether kept or not; only kept ones become
+    Sample objects, so a page of unrelated families costs no memory per line.
+    """
     ctx = _Context(1.0 if "# EOF" in text else 0.001)
     names, shapes = ctx.names, ctx.shapes
+    wanted: dict[str, bool] = {}
     out: list[Sample] = []
     append = out.append
-    for no, line in enumerate(text.split("\n"), 1):
+    lines = text.split("\n")
+    most = limits.samples if limits.samples and limits.samples < len(lines) else len(lines) + 1
+    long_line = limits.label_value_length or len(text) + 1
+    count = 0
+    for no, line in enumerate(lines, 1):
         if not line or line[0] == "#":
             continue
+        if count >= most:
+            raise LimitExceeded("sample_limit", f"more than {limits.samples} samples (line {no})")
+        if len(line) > long_line or (limits.labels and line.count("=") > limits.labels):
+            _check_line(ctx, no, line, limits)
         close = line.rfind("}")
         brace = line.find("{")
         if line[0] in " \t" or line[-1] == "\r" or "\\" in line or " # " in line or brace > close:
-            if (sample := ctx.slow_or_raise(no, line)) is not None:
-                append(sample)
+            count += _slow(ctx, no, line, keep, append)
             continue
         try:
             if close == -1:
                 name, _, rest = line.partition(" ")
-                labels: dict[str, str] = {}
+                lnames: tuple[str, ...] = ()
+                values: list[str] = []
             else:
                 name, rest = line[:brace], line[close + 1 :]
                 parts = line[brace + 1 : close].split('"')
                 shape = tuple(parts[0::2])
-                lnames = shapes.get(shape)
+                lnames = shapes.get(shape)  # type: ignore[assignment]
                 if lnames is None:
                     lnames = shapes[shape] = _names(shape)
-                labels = dict(zip(lnames, parts[1::2], strict=True))
+                values = parts[1::2]
+                if len(values) != len(lnames):
+                    raise ValueError("unbalanced quotes")
             if name not in names:
                 ctx.check_name(name)
-            if "_" in rest or " " in rest.strip():
-                value, ts = _value(rest, ctx.ts_scale)
-                append(Sample(name, labels, value, ts))
-            else:
-                append(Sample(name, labels, float(rest)))
+            value, ts = _value(rest, ctx.ts_scale) if "_" in rest or " " in rest.strip() else (float(rest), None)
         except (ValueError, IndexError):
-            if (sample := ctx.slow_or_raise(no, line)) is not None:
-                append(sample)
-    return out
+            count += _slow(ctx, no, line, keep, append)
+            continue
+        count += 1
+        ok = wanted.get(name)
+        if ok is None:
+            ok = wanted[name] = keep is None or name.startswith(keep)
+        if ok:  # only kept samples cost a dict and an object
+            append(Sample(name, dict(zip(lnames, values, strict=True)), value, ts))
+    return out, count
+
+
+def _slow(ctx: _Context, no: int, line: str, keep: tuple[str, ...] | None,
+          append: Callable[[Sample], None]) -> int:
+    """Parse a line on the slow path; append it if kept; return how many samples it held (0 or 1)."""
+    sample = ctx.slow_or_raise(no, line)
+    if sample is None:
+        return 0
+    if keep is None or sample.name.startswith(keep):
+        append(sample)
+    return 1
+
+
+def _check_line(ctx: _Context, no: int, line: str, limits: ParseLimits) -> None:
+    """Check one line that may break the label limits (long, or with many '='), on the slow path."""
+    try:
+        sample = ctx.slow_or_raise(no, line)
+    except ParseError:
+        return  # the main loop reports the malformed line
+    if sample is None:
+        return
+    if limits.labels and len(sample.labels) > limits.labels:
+        raise LimitExceeded("label_limit", f"{sample.name} has {len(sample.labels)} labels, more than "
+                                           f"{limits.labels} (line {no})")
+    for key, value in sample.labels.items():
+        if limits.label_value_length and len(value) > limits.label_value_length:
+            raise LimitExceeded("label_value_length_limit", f"{sample.name} label {key[:64]} is {len(value)} "
+                                f"characters long, more than {limits.label_value_length} (line {no})")
 
 
 class _Context:

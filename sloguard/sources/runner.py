@@ -17,6 +17,7 @@ from prometheus_client.metrics_core import Metric
 from sloguard.clock import Clock, SystemClock
 from sloguard.exporter.snapshot import Snapshot
 from sloguard.sources.base import Source, SourceAbsent, SourceError, SourceOutput
+from sloguard.sources.parsepool import POOL
 
 log = logging.getLogger("sloguard.runner")
 OnOutput = Callable[[Source, SourceOutput], None]
@@ -50,6 +51,7 @@ class SourceRunner:
         self.scheduler = AsyncIOScheduler()
         self.sources: list[Source] = []
         self.states: dict[tuple[str, str], SourceState] = {}
+        self._stopped = False
 
     def start(self, sources: Sequence[Source]) -> None:
         """Schedule every source; first runs are spread over the first second so they do not burst."""
@@ -85,6 +87,10 @@ class SourceRunner:
         reason: str | None = None
         try:
             out = await asyncio.wait_for(src.collect(), timeout=src.timeout)
+        except asyncio.CancelledError:
+            if self._stopped:
+                return  # shutdown cancels runs in flight: an expected end, not a job error with a traceback
+            raise
         except SourceAbsent as exc:
             self._absent(src, state, exc)
             return
@@ -158,9 +164,11 @@ class SourceRunner:
         return [up, dur, last, fails]
 
     def shutdown(self) -> None:
-        """Stop scheduling; running jobs are cancelled with the event loop."""
+        """Stop scheduling and the parser process; running jobs are cancelled with the event loop."""
+        self._stopped = True
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
+        POOL.close()
 
 
 def _dt(ts: float) -> datetime:

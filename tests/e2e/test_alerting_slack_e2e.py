@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,30 +24,12 @@ from support.procs import (
     start_daemon,
     wait_until,
 )
-from support.slack_double import SlackDouble
+from support.slack_double import BURN_RULE, SlackDouble, slack_notifier
 
 from sloguard.config.load import load_config_text
 from sloguard.rulegen.prometheus import generate
 
 pytestmark = pytest.mark.e2e
-TOKEN_ENV = "SLOGUARD_E2E_SLACK_TOKEN"
-# Fires when a fifth of the last 5 minutes' requests spent budget (error_rate target 0.99 → burn 20).
-RULE = """alerts:
-  - {name: SLOBurnFast, expr: 'sloguard_slo_burn_rate{slo="sim-latency",window="5m"} > 20', severity: page,
-     summary: "sim-latency burns {{ $value }}x"}
-"""
-
-
-def slack_notifier(api_url: str) -> str:
-    return (f"  - {{name: oncall, type: slack, token_env: {TOKEN_ENV}, channel: '#oncall', api_url: '{api_url}',\n"
-            "     match: {alertname: [SLOBurnFast]}, group_wait: 0s, group_interval: 1s, repeat_interval: 1h}\n")
-
-
-@pytest.fixture
-def slack(monkeypatch: pytest.MonkeyPatch) -> Iterator[SlackDouble]:
-    with SlackDouble() as d:
-        monkeypatch.setenv(TOKEN_ENV, d.token)
-        yield d
 
 
 def metrics(d: Proc) -> str:
@@ -66,7 +47,7 @@ def updates(slack: SlackDouble) -> list[dict[str, object]]:
 def test_fault_to_slack_and_back_survives_429_5xx_and_sigkill(tmp_path: Path, slack: SlackDouble) -> None:
     with simulator(tmp_path) as sim:
         port = free_port()
-        text = sim_config(sim, port, tmp_path / "state", extra=slack_notifier(slack.api_url) + RULE)
+        text = sim_config(sim, port, tmp_path / "state", extra=slack_notifier(slack.api_url) + BURN_RULE)
         daemon = start_daemon(tmp_path, text)
         try:
             wait_until(lambda: good_requests(daemon) >= 15, 60, "15 good probe requests")

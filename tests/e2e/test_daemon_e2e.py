@@ -123,6 +123,21 @@ def test_reload_keeps_old_config_on_error_then_recovers(daemon: Proc, tmp: Path)
     assert http_post(f"{daemon.url}/-/reload")[0] == 200
 
 
+def test_reload_of_an_undecodable_file_is_one_line_and_keeps_the_config(daemon: Proc, tmp: Path) -> None:
+    cfg = tmp / "sloguard.yaml"
+    good = cfg.read_bytes()
+    for bad, problem in ((b"version: sloguard/v1\nlisten: \xff\n", "not UTF-8 text (byte 0xff at offset 29)"),
+                         (b"\x7fELF\x02\x01\x00\x00", "binary file (NUL byte at offset 6)")):
+        cfg.write_bytes(bad)
+        assert http_post(f"{daemon.url}/-/reload")[0] == 500
+        assert metric_value(_metrics(daemon), "sloguard_config_last_reload_successful") == 0.0
+        assert f"{cfg}: {problem}" in daemon.output()
+        assert "Traceback" not in daemon.output()
+        assert metric_value(_metrics(daemon), "sloguard_source_up", {"target": "sim"}) == 1.0
+    cfg.write_bytes(good)
+    assert http_post(f"{daemon.url}/-/reload")[0] == 200
+
+
 def test_real_prometheus_scrapes_the_daemon(daemon: Proc, tmp: Path) -> None:
     with prometheus(tmp, daemon.port) as prom:
         wait_until(lambda: bool(prom_query(prom, 'up{job="sloguard"} == 1')), 30, "Prometheus target up")

@@ -59,7 +59,7 @@ probes: [{{name: chat, target: sim, api: chat, max_tokens: 16, prompts: [{{token
     assert abs(row["ttft_s"] - server["first_token_s"]) < TOLERANCE_S, (row["ttft_s"], server["first_token_s"])
     assert row["output_tokens"] == server["output_tokens"]
     assert row["prompt_tokens"] == server["prompt_tokens"]
-    assert "itls_s" not in row and len(row["trace_id"]) == 32
+    assert "itl_counts" not in row and len(row["trace_id"]) == 32
 
 
 def _drain_until(worker: ProbeWorker, want: int, deadline_s: float) -> list[Any]:

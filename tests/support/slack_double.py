@@ -170,3 +170,18 @@ class SlackDouble:
         self._record("generic", True, {"path": req.match_info["path"], "json": await req.json(),
                                        "authorization": req.headers.get("Authorization", "")})
         return web.Response(text="ok")
+
+
+# A daemon config fragment for e2e tests: page #oncall through this server on a fast burn of the simulator's SLO.
+TOKEN_ENV = "SLOGUARD_E2E_SLACK_TOKEN"
+# Fires when a fifth of the last 5 minutes' requests spent budget (error_rate target 0.99 → burn 20).
+BURN_RULE = """alerts:
+  - {name: SLOBurnFast, expr: 'sloguard_slo_burn_rate{slo="sim-latency",window="5m"} > 20', severity: page,
+     summary: "sim-latency burns {{ $value }}x"}
+"""
+
+
+def slack_notifier(api_url: str) -> str:
+    """Return a `notifiers:` entry sending SLOBurnFast to the Slack-like server at `api_url`."""
+    return (f"  - {{name: oncall, type: slack, token_env: {TOKEN_ENV}, channel: '#oncall', api_url: '{api_url}',\n"
+            "     match: {alertname: [SLOBurnFast]}, group_wait: 0s, group_interval: 1s, repeat_interval: 1h}\n")

@@ -49,3 +49,23 @@ def test_watchdog_interval(env: dict[str, str], watchdog: float | None) -> None:
 def test_disabled_and_unreachable_sockets_never_raise(tmp_path: Path) -> None:
     Notifier({}).ready()
     Notifier({"NOTIFY_SOCKET": str(tmp_path / "missing.sock")}).ping()
+
+
+def test_a_receiver_that_stops_reading_never_blocks_the_sender(tmp_path: Path,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
+    path = str(tmp_path / "notify.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+        s.bind(path)
+        n = Notifier({"NOTIFY_SOCKET": path})
+        for _ in range(5000):  # far beyond the socket's queue: a blocking send would hang here
+            n.ping()
+        assert sum("sd_notify failed" in r.getMessage() for r in caplog.records) == 1
+        while True:  # drain, then sending works again
+            s.setblocking(False)
+            try:
+                s.recv(4096)
+            except BlockingIOError:
+                break
+        n.ready()
+        s.setblocking(True)
+        assert _recv(s) == "READY=1\nSTATUS=serving" and not n._failing

@@ -1,8 +1,13 @@
-"""llama.cpp server (`--metrics`): counters and gauges only, no labels, no histograms."""
+"""llama.cpp server (`--metrics`): counters and gauges only, no labels, no histograms.
+
+Newer builds dropped `kv_cache_usage_ratio`/`kv_cache_tokens` and added `prompt_tokens_cached_total`.
+"""
 
 from __future__ import annotations
 
 from sloguard.sources.engines.schema import Alias, EngineMap, counter, gauge
+
+_PROMPT_ALL = Alias("llamacpp:prompt_tokens", "counter", other="llamacpp:prompt_tokens_cached")
 
 LLAMACPP = EngineMap(
     name="llamacpp",
@@ -19,7 +24,14 @@ LLAMACPP = EngineMap(
         "kv_cache_usage_ratio": gauge("llamacpp:kv_cache_usage_ratio", agg="mean"),
     },
     counters={
-        "prompt_tokens": counter("llamacpp:prompt_tokens"),
+        # prompt_tokens counts only the tokens processed; cached ones (newer builds) are counted apart. All
+        # prompt tokens (as vLLM counts them) = processed + cached, and the cached share is the prefix-cache hit.
+        "prompt_tokens": (_PROMPT_ALL,),
         "generation_tokens": counter("llamacpp:tokens_predicted"),
+        # Primary part = the cached counter, so builds without it have no hit ratio (rather than a ratio of 0).
+        "prefix_cache_queries": (Alias("llamacpp:prompt_tokens_cached", "counter", other="llamacpp:prompt_tokens"),),
+        "prefix_cache_hits": counter("llamacpp:prompt_tokens_cached"),
     },
+    notes={"kv_cache_usage_ratio": "newer llama-server builds dropped it and expose no capacity to derive it from",
+           "prefill": "prompt_seconds_total has no request count to divide by: a per-token, not per-request, time"},
 )

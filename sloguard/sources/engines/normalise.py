@@ -125,6 +125,8 @@ def _means(alias: Alias, by_name: Index, model_of: ModelOf) -> dict[str, Histogr
 
 
 def _gauges(alias: Alias, by_name: Index, model_of: ModelOf) -> dict[str, float]:
+    if alias.kind in ("ratio", "difference"):
+        return _derived(alias, by_name, model_of)
     if alias.kind != "gauge":
         return {}
     groups: dict[str, list[float]] = defaultdict(list)
@@ -133,10 +135,25 @@ def _gauges(alias: Alias, by_name: Index, model_of: ModelOf) -> dict[str, float]
     return {m: _AGGREGATES[alias.agg](v) for m, v in groups.items()}
 
 
+def _derived(alias: Alias, by_name: Index, model_of: ModelOf) -> dict[str, float]:
+    """Combine two summed gauges per model: a ratio (denominator > 0 only) or a difference floored at 0."""
+    part = _sum(_series(by_name, alias.family, alias), model_of)
+    other_alias = Alias(alias.other, "gauge", match=alias.other_match)
+    whole = _sum(_series(by_name, alias.other, other_alias), model_of)
+    if alias.kind == "ratio":
+        return {m: part[m] / whole[m] * alias.scale for m in part if whole.get(m, 0.0) > 0}
+    return {m: max(0.0, part[m] - whole[m]) * alias.scale for m in part if m in whole}
+
+
 def _counters(alias: Alias, by_name: Index, model_of: ModelOf) -> dict[str, float]:
     if alias.kind == "histogram_sum":
         return _sum(_series(by_name, alias.family + "_sum", alias), model_of, alias.scale)
-    return _sum(_counter_series(by_name, alias, alias.family), model_of, alias.scale)
+    found = _sum(_counter_series(by_name, alias, alias.family), model_of, alias.scale)
+    if alias.other and found:  # a counter that is the sum of two exposed parts (e.g. processed + cached tokens)
+        part = Alias(alias.other, "counter", match=alias.other_match)
+        for m, v in _sum(_counter_series(by_name, part, alias.other), model_of, alias.scale).items():
+            found[m] = found.get(m, 0.0) + v
+    return found
 
 
 def _finished(emap: EngineMap, by_name: Index, model_of: ModelOf) -> dict[str, dict[str, float]]:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-AliasKind = Literal["histogram", "gauge", "counter", "histogram_sum", "mean"]
+AliasKind = Literal["histogram", "gauge", "counter", "histogram_sum", "mean", "ratio", "difference"]
 Aggregate = Literal["sum", "mean", "max"]
 
 
@@ -17,7 +17,9 @@ class Alias:
     kind: `histogram` (family with _bucket/_sum/_count), `gauge`, `counter` (name with or without
     `_total`), `histogram_sum` (a counter read from a histogram's `_sum`), or `mean` (a cumulative
     duration counter `family` over a cumulative count counter `count_family`: yields a histogram with
-    only the +Inf bucket, i.e. a mean per window and no quantiles).
+    only the +Inf bucket, i.e. a mean per window and no quantiles), and two gauges derived from parts where
+    an engine exposes no direct one: `ratio` (`family{match}` / `other{other_match}`, e.g. KV blocks used /
+    max) and `difference` (`family{match}` - `other{other_match}`, floored at 0).
     scale multiplies values (bucket bounds, sums, gauge values) into base units (seconds, ratio 0..1).
     match keeps only series whose labels equal these values; agg combines series of one model.
     """
@@ -29,6 +31,8 @@ class Alias:
     agg: Aggregate = "sum"
     count_family: str = ""
     reason: str = ""
+    other: str = ""
+    other_match: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +58,16 @@ def hist(*families: str, scale: float = 1.0) -> tuple[Alias, ...]:
 def gauge(*families: str, agg: Aggregate = "sum", scale: float = 1.0) -> tuple[Alias, ...]:
     """Return gauge aliases in preference order."""
     return tuple(Alias(f, "gauge", scale, agg=agg) for f in families)
+
+
+def ratio(family: str, match: Mapping[str, str], other: str, other_match: Mapping[str, str]) -> Alias:
+    """Return a gauge derived as family{match} / other{other_match} (sums per model; 0 denominators skipped)."""
+    return Alias(family, "ratio", match=match, other=other, other_match=other_match)
+
+
+def difference(family: str, match: Mapping[str, str], other: str, other_match: Mapping[str, str]) -> Alias:
+    """Return a gauge derived as family{match} - other{other_match} per model, floored at 0."""
+    return Alias(family, "difference", match=match, other=other, other_match=other_match)
 
 
 def counter(*families: str) -> tuple[Alias, ...]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sloguard.sources.engines.schema import Alias, EngineMap, counter, gauge, hist
+from sloguard.sources.engines.schema import Alias, EngineMap, counter, gauge, hist, ratio
 
 SGLANG = EngineMap(
     name="sglang",
@@ -22,7 +22,9 @@ SGLANG = EngineMap(
     gauges={
         "requests_running": gauge("sglang:num_running_reqs"),
         "requests_waiting": gauge("sglang:num_queue_reqs"),
-        "kv_cache_usage_ratio": gauge("sglang:token_usage", agg="mean"),
+        # token_usage is num_used_tokens / max_total_num_tokens; derived from the parts where it is missing.
+        "kv_cache_usage_ratio": (*gauge("sglang:token_usage", agg="mean"),
+                                 ratio("sglang:num_used_tokens", {}, "sglang:max_total_num_tokens", {})),
     },
     counters={
         "prompt_tokens": counter("sglang:prompt_tokens"),

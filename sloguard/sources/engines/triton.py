@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from sloguard.sources.engines.schema import Alias, EngineMap
+from sloguard.sources.engines.schema import Alias, EngineMap, difference, ratio
 
 _US = 1e-6
+_REQ = "nv_trt_llm_request_metrics"
+_KV = "nv_trt_llm_kv_cache_block_metrics"
 
 
 def _mean(duration: str) -> tuple[Alias, ...]:
@@ -23,16 +25,23 @@ TRITON = EngineMap(
         "inference": _mean("nv_inference_compute_infer_duration_us"),
     },
     gauges={
+        # TRT-LLM batch manager: `scheduled` = requests in this iteration's batch (vLLM's "running"); `active`
+        # also counts admitted requests the scheduler had to leave out (no KV blocks, batch full).
         "requests_running": (
-            Alias("nv_trt_llm_request_metrics", "gauge", match={"request_type": "active"}),
+            Alias(_REQ, "gauge", match={"request_type": "scheduled"}),
+            Alias(_REQ, "gauge", match={"request_type": "active"}),
         ),
+        # Newer backends expose `waiting` (queued); older ones only active and scheduled: active - scheduled
+        # are the admitted requests not running (a lower bound of the queue). Triton core's pending count last.
         "requests_waiting": (
-            Alias("nv_trt_llm_request_metrics", "gauge", match={"request_type": "waiting"}),
+            Alias(_REQ, "gauge", match={"request_type": "waiting"}),
+            difference(_REQ, {"request_type": "active"}, _REQ, {"request_type": "scheduled"}),
             Alias("nv_inference_pending_request_count", "gauge"),
         ),
+        # Newer backends give the `fraction`; older ones only block counts: used / max.
         "kv_cache_usage_ratio": (
-            Alias("nv_trt_llm_kv_cache_block_metrics", "gauge", agg="mean",
-                  match={"kv_cache_block_type": "fraction"}),
+            Alias(_KV, "gauge", agg="mean", match={"kv_cache_block_type": "fraction"}),
+            ratio(_KV, {"kv_cache_block_type": "used"}, _KV, {"kv_cache_block_type": "max"}),
         ),
     },
     finished=(

@@ -49,3 +49,24 @@ def test_parse_listen() -> None:
     assert parse_listen(":9478") == ("0.0.0.0", 9478)
     assert parse_listen("127.0.0.1:0") == ("127.0.0.1", 0)
     assert parse_listen("[::1]:9478") == ("::1", 9478)
+
+
+def test_ready_stays_200_and_says_why_when_degraded() -> None:
+    reason = {"text": ""}
+
+    async def reload() -> bool:
+        return True
+
+    ep = Endpoints(Snapshot(), reload, lambda: True, degraded=lambda: reason["text"])
+
+    async def scenario() -> None:
+        async with TestClient(TestServer(build_app(ep, WebConfig()))) as c:
+            assert await (await c.get("/-/ready")).text() == "sloguard is ready.\n"
+            reason["text"] = "state store /s/sloguard.db cannot be written (No space left on device)"
+            r = await c.get("/-/ready")
+            assert r.status == 200 and await r.text() == (
+                "sloguard is ready (degraded: state store /s/sloguard.db cannot be written (No space left on "
+                "device)).\n")
+            assert (await c.get("/-/healthy")).status == 200
+
+    asyncio.run(scenario())

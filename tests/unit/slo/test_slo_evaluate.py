@@ -16,7 +16,7 @@ from sloguard.windows.probe import ProbeWindow
 NOW = 1_000_000.0
 
 
-def _r(ts: float, ttft: float = 0.2, tpot: float | None = 0.05, ok: bool = True, e2e: float = 2.0,
+def _r(ts: float, ttft: float | None = 0.2, tpot: float | None = 0.05, ok: bool = True, e2e: float = 2.0,
        bucket: str = "") -> ProbeResult:
     return ProbeResult(ts=ts, probe="p", target="t", model="m", api="chat", ok=ok, ttft_s=ttft, tpot_s=tpot,
                        e2e_s=e2e, connect_s=0.01, prompt_bucket=bucket)
@@ -31,6 +31,7 @@ GP = Goodput(target=0.99, ttft=0.5, tpot=0.1)
         (_r(0), True), (_r(0, ttft=0.5), True), (_r(0, ttft=0.51), False), (_r(0, tpot=0.2), False),
         (_r(0, tpot=None), True),  # TPOT undefined (≤1 token): criterion skipped
         (_r(0, ok=False), False),
+        (_r(0, ttft=None, tpot=None), True),  # an `empty` answer (only EOS): TTFT undefined, criterion skipped
     ],
 )
 def test_is_good(result: ProbeResult, good: bool) -> None:

@@ -45,6 +45,18 @@ EXPECTED = {
         "trtllm", "Qwen/Qwen3-0.6B", {"ttft", "tpot", "e2e", "queue"},
         {"requests_running", "requests_waiting", "kv_cache_usage_ratio"}, set(), {"stop", "length"},
     ),
+    "triton-trtllm-23.x-blocks.txt": (
+        "triton", "tensorrt_llm", {"e2e", "queue", "inference"},
+        {"requests_running", "requests_waiting", "kv_cache_usage_ratio"}, set(), {"success", "error"},
+    ),
+    "triton-trtllm-24.x-fraction.txt": (
+        "triton", "tensorrt_llm", {"e2e", "queue", "inference"},
+        {"requests_running", "requests_waiting", "kv_cache_usage_ratio"}, set(), {"success", "error"},
+    ),
+    "llamacpp-pypi-0.3.36-server.txt": (
+        "llamacpp", "m", {"tpot"}, {"requests_running", "requests_waiting"},
+        {"prompt_tokens", "generation_tokens", "prefix_cache_queries", "prefix_cache_hits"}, set(),
+    ),
     "vllm-0.10-pre-rename.txt": (
         "vllm", "meta-llama/Llama-3.1-8B-Instruct", {"ttft", "itl", "e2e"},
         {"requests_running", "requests_waiting", "kv_cache_usage_ratio"},

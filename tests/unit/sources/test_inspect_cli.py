@@ -45,3 +45,19 @@ def test_unreadable_input_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert rc == 1 and "not_metrics" in err
     rc, _, err = run([str(tmp_path / "missing.txt")], capsys)
     assert rc == 1 and "connect" in err
+
+
+def test_signals_list_what_fed_each_and_what_is_not_available(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run([str(OWN / "triton-trtllm-23.x-blocks.txt")], capsys)
+    assert rc == 0
+    section = out.split("model:", 1)[0].splitlines()
+    lines = {ln.split()[0]: ln for ln in section if ln.startswith("  ")}
+    assert "nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=\"used\"} / " in lines["kv_cache_usage_ratio"]
+    assert lines["ttft_seconds"].endswith("not available")
+    assert "(a mean per window, no quantiles)" in lines["e2e_seconds"]
+    rc, out, _ = run([str(OWN / "llamacpp-pypi-0.3.36-server.txt"), "--json"], capsys)
+    signals = json.loads(out)["signals"]
+    assert signals["kv_cache_usage_ratio"] == {
+        "available": False, "fed_by": [],
+        "note": "newer llama-server builds dropped it and expose no capacity to derive it from"}
+    assert signals["generation_tokens_per_second"]["fed_by"] == ["llamacpp:tokens_predicted"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import gzip
 import logging
+import tempfile
+import zlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from sloguard.clock import FakeClock
 from sloguard.config.spec import TargetSpec
 from sloguard.model import ServerView
 from sloguard.sources.base import SourceError, SourceOutput
+from sloguard.sources.parsepool import POOL, PROCESS_THRESHOLD
 from sloguard.sources.scrape import ScrapeSource
 
 VLLM = (SHARED / "vllm-v1-dynamo-2026-01.txt").read_text()
@@ -174,3 +177,64 @@ def test_restart_detected_and_counted(tmp_path: Path) -> None:
 
     asyncio.run(go())
     assert src.restarts == 1
+
+
+def _encoded(data: bytes, encoding: str) -> Handler:
+    async def handle(_: web.Request) -> web.StreamResponse:
+        return web.Response(body=data, headers={"Content-Encoding": encoding, "Content-Type": "text/plain"})
+
+    return handle
+
+
+@pytest.mark.parametrize(("encoding", "pack"), [
+    ("gzip", gzip.compress),
+    ("deflate", zlib.compress),
+    ("deflate", lambda b: zlib.compress(b)[2:-4]),  # raw deflate, as some servers send it
+])
+def test_compressed_pages_are_inflated_off_the_loop(encoding: str, pack: Callable[[bytes], bytes]) -> None:
+    out = scrape(_encoded(pack(VLLM.encode()), encoding))
+    assert isinstance(out, SourceOutput) and isinstance(out.payload, ServerView)
+    assert "Qwen/Qwen3-0.6B" in out.payload.models
+
+
+@pytest.mark.parametrize(("handler", "reason"), [
+    (_encoded(b"not gzip at all", "gzip"), "parse"),
+    (_encoded(b"x", "br"), "not_metrics"),
+    (_encoded(gzip.compress(b"#" * (64 << 20)), "gzip"), "too_large"),  # 64 MiB of comment from 64 KiB
+])
+def test_bad_or_bombing_encodings_fail_with_a_reason(handler: Handler, reason: str) -> None:
+    out = scrape(handler)
+    assert isinstance(out, SourceError) and out.reason == reason, out
+
+
+def test_a_page_over_the_sample_limit_is_rejected_whole() -> None:
+    page = VLLM + "".join(f"filler_total{{i=\"{i}\"}} 1\n" for i in range(2_000))
+    out = scrape(text(page), sample_limit=1_000)
+    assert isinstance(out, SourceError) and out.reason == "sample_limit"
+    assert "more than 1000 samples" in str(out)
+    ok = scrape(text(page), sample_limit=0)
+    assert isinstance(ok, SourceOutput)
+    assert next(s.value for f in ok.families for s in f.samples if f.name == "sloguard_scrape_samples") > 2_000
+
+
+def test_a_large_page_is_spooled_to_the_parser_process_and_its_spool_removed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    page = VLLM + "".join(f'filler_total{{path="/{i:07d}"}} 1\n' for i in range(60_000))  # > 1 MiB
+    assert len(page) >= PROCESS_THRESHOLD
+    out = scrape(text(page), sample_limit=0)
+    assert isinstance(out, SourceOutput) and isinstance(out.payload, ServerView)
+    assert "Qwen/Qwen3-0.6B" in out.payload.models
+    assert POOL._pool is not None  # digested by the parser process, not in this one
+    assert not list(tmp_path.glob("sloguard-page-*"))
+    err = scrape(text(page))  # over the default sample_limit: rejected there, spool removed too
+    assert isinstance(err, SourceError) and err.reason == "sample_limit"
+    assert not list(tmp_path.glob("sloguard-page-*"))
+
+
+def test_a_large_file_target_is_parsed_by_path_and_never_removed(tmp_path: Path) -> None:
+    f = tmp_path / "big.txt"
+    f.write_text(VLLM + "".join(f'filler_total{{path="/{i:07d}"}} 1\n' for i in range(40_000)))
+    out = collect(f.as_uri(), sample_limit=0)
+    assert isinstance(out, SourceOutput) and isinstance(out.payload, ServerView)
+    assert f.exists()
