@@ -108,3 +108,21 @@ SIGNAL_TEXT: dict[str, tuple[str, str]] = {
     "gpu_health_problems": ("GPU health problems", "count"), "canary_degraded": ("canary degraded", "count"),
     "network_measured": ("network measured per request", "count"), "gpu_utilization_ratio": ("GPU busy", "ratio"),
 }
+
+
+def _condition(c: Condition) -> str:
+    base = f" and ≥ {c.vs_baseline:g}× its baseline" if c.vs_baseline is not None else ""
+    return f"`{c.signal}` {c.op} {c.threshold:g}{base}" + (" (where available)" if c.optional else "")
+
+
+def markdown() -> str:
+    """Return the cause table of README "Diagnosis" (generated from RULES, in precedence order)."""
+    rows = ["| # | cause | stages it explains | evidence (all of / one of) | lever |",
+            "| --- | --- | --- | --- | --- |"]
+    for i, r in enumerate(RULES, start=1):
+        needs = " and ".join(_condition(c) for c in r.needs)
+        any_of = " or ".join(_condition(c) for c in r.any_of)
+        evidence = "; ".join(x for x in (needs, f"one of: {any_of}" if any_of and needs else any_of) if x)
+        stages = ", ".join(s for s in ("network", "queue", "prefill", "decode") if s in r.stages)
+        rows.append(f"| {i} | `{r.cause}` | {stages} | {evidence} | **{r.lever}**: {r.detail} |")
+    return "\n".join(rows) + "\n"

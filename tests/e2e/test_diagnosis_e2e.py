@@ -10,6 +10,8 @@ timing claims (the time to a verdict is a benchmark figure: benchmarks/diagnosis
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -146,9 +148,17 @@ def test_fault_gets_its_verdict_everywhere(rig: tuple[Proc, Proc], slack: SlackD
         assert "Where / why:" in blocks and f"{cause}:" in blocks and "✓" in blocks  # line + evidence
         if fault == "network_delay":
             _network_within_20ms(daemon)
+            _status_command(daemon, cause)
     finally:
         if fault != FAULTS[-1][0]:
             _recover(sim, daemon)
+
+
+def _status_command(daemon: Proc, cause: str) -> None:
+    """`sloguard status` prints the verdict for the on-call terminal and exits 1 while an SLO has one."""
+    done = subprocess.run([sys.executable, "-m", "sloguard", "status", "--url", daemon.url], capture_output=True,
+                          text=True, timeout=PATIENCE)
+    assert done.returncode == 1 and f"/ {cause} (confidence" in done.stdout and "→ network:" in done.stdout, done
 
 
 def _network_within_20ms(daemon: Proc) -> None:

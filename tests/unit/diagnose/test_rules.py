@@ -153,3 +153,12 @@ def test_the_worst_breach_is_explained() -> None:
     v = decide(_inputs((Breach("ttft", 0.95, 1.1, 1.0), TPOT), {**SLOW_DECODE, "ttft": 1.1},
                        {"gpu_throttle_reasons": 1.0, "gpu_sm_clock_ratio": 0.6}))
     assert (v.stage, v.cause) == ("decode", "gpu_throttled")  # TPOT 2.5x over beats TTFT 1.1x
+
+
+def test_readme_has_the_generated_cause_table() -> None:
+    from pathlib import Path
+
+    from sloguard.diagnose.rules import markdown
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    assert markdown() in readme, "paste sloguard.diagnose.rules.markdown() into README.md 'Diagnosis'"
