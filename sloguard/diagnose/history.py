@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 
 MIN_POINTS = 8  # healthy evaluations before a baseline is used (one noisy evaluation cannot set it)
+MAX_POINTS = 720  # values kept per key over the horizon (1 h: one per 5 s), whatever the evaluation interval
 
 
 class Baselines:
@@ -20,9 +21,13 @@ class Baselines:
         self.horizon = horizon
         self.min_points = min_points
         self._points: dict[str, deque[tuple[float, float]]] = {}
+        self._last = -float("inf")
 
     def record(self, now: float, values: Mapping[str, float]) -> None:
-        """Add one healthy evaluation's values and forget those older than the horizon."""
+        """Add one healthy evaluation's values (at most MAX_POINTS per horizon) and forget older ones."""
+        if now - self._last < self.horizon / MAX_POINTS:
+            return
+        self._last = now
         for key, value in values.items():
             points = self._points.setdefault(key, deque())
             points.append((now, value))

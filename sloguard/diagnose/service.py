@@ -70,15 +70,16 @@ class Diagnoser:
         if not self.enabled:
             self.verdicts = {}
             return
-        signals.record_host(self.series, samples, now)
+        idx = signals.index(samples)
+        signals.record_host(self.series, idx, now)
         targets = {st.slo.target for st in statuses}
         if server is not None:
             for target in targets:
                 signals.record_engine(self.series, server, target)
         for st in statuses:
-            self.verdicts[st.slo.name] = self._one(now, st, engine, server, samples)
+            self.verdicts[st.slo.name] = self._one(now, st, engine, server, idx)
 
-    def _signals(self, target: str, server: ServerLike | None, samples: Sequence[Sample],
+    def _signals(self, target: str, server: ServerLike | None, samples: Mapping[str, Sequence[Sample]],
                  now: float) -> tuple[dict[str, float], dict[str, str]]:
         out: dict[str, float] = {}
         if server is not None:
@@ -88,7 +89,7 @@ class Diagnoser:
         return out | host | gpu, notes | gpu_notes
 
     def _one(self, now: float, st: SLOStatus, engine: WindowsLike, server: ServerLike | None,
-             samples: Sequence[Sample]) -> Verdict:
+             samples: Mapping[str, Sequence[Sample]]) -> Verdict:
         slo = st.slo
         probe = None
         if slo.source == "probe":

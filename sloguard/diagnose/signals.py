@@ -93,16 +93,20 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
     return out
 
 
-def _by_name(samples: Iterable[Sample]) -> dict[str, list[Sample]]:
+def index(samples: Iterable[Sample]) -> dict[str, list[Sample]]:
+    """Return the evaluated samples the signals read (process, cold-start, GPU and canary series) by name."""
     out: dict[str, list[Sample]] = defaultdict(list)
     for s in samples:
-        out[s.name].append(s)
+        if s.name.startswith(_READ):
+            out[s.name].append(s)
     return out
 
 
-def record_host(series: Series, samples: Sequence[Sample], now: float) -> None:
-    """Remember every watched process's CPU seconds (user + system) and cold-start count."""
-    idx = _by_name(samples)
+_READ = ("sloguard_process_", "sloguard_server_cold_starts", "sloguard_gpu_", "sloguard_canary_")
+
+
+def record_host(series: Series, idx: Mapping[str, Sequence[Sample]], now: float) -> None:
+    """Remember every watched process's CPU seconds (user + system) and cold-start count (`idx`: index())."""
     cpu: dict[str, float] = defaultdict(float)
     for s in idx.get("sloguard_process_cpu_seconds_total", ()):
         cpu[s.labels.get("process", "")] += s.value
@@ -131,16 +135,16 @@ def host_signals(series: Series, processes: Sequence[str], window: float, hold: 
     return out, notes
 
 
-def _gpu_samples(idx: Mapping[str, list[Sample]], target: str) -> dict[str, list[Sample]]:
+def _gpu_samples(idx: Mapping[str, Sequence[Sample]], target: str) -> dict[str, list[Sample]]:
     """Keep the target's own GPUs (dcgm source of that target) if it has any, else the node's (NVML)."""
     gpu = {n: v for n, v in idx.items() if n.startswith("sloguard_gpu_") or n.startswith("sloguard_canary_")}
     own = any(s.labels.get("target") == target for v in gpu.values() for s in v)
     return {n: [s for s in v if s.labels.get("target", "") == (target if own else "")] for n, v in gpu.items()}
 
 
-def gpu_signals(samples: Sequence[Sample], target: str) -> tuple[dict[str, float], dict[str, str]]:
-    """Return the GPU signals of a target with notes naming the GPUs and reasons behind them."""
-    idx = _gpu_samples(_by_name(samples), target)
+def gpu_signals(samples: Mapping[str, Sequence[Sample]], target: str) -> tuple[dict[str, float], dict[str, str]]:
+    """Return the GPU signals of a target with notes naming the GPUs and reasons behind them (`samples`: index())."""
+    idx = _gpu_samples(samples, target)
     out: dict[str, float] = {}
     notes: dict[str, str] = {}
     events = idx.get("sloguard_gpu_clock_event_active", [])

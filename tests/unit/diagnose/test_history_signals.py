@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sloguard.diagnose.history import Baselines, Series
-from sloguard.diagnose.signals import engine_signals, gpu_signals, host_signals, record_engine, record_host
+from sloguard.diagnose.signals import engine_signals, gpu_signals, host_signals, index, record_engine, record_host
 from sloguard.model import Histogram, ModelView, Sample, ServerView
 from sloguard.windows.server import ServerWindows
 
@@ -70,11 +70,11 @@ def test_engine_signals_over_the_window() -> None:
 def test_host_signals_name_the_busiest_process() -> None:
     series = Series(horizon=600.0)
     for t in range(0, 21, 5):
-        record_host(series, [
+        record_host(series, index([
             Sample("sloguard_process_cpu_seconds_total", {"process": "api", "mode": "user"}, 0.9 * t),
             Sample("sloguard_process_cpu_seconds_total", {"process": "api", "mode": "system"}, 0.1 * t),
             Sample("sloguard_process_cpu_seconds_total", {"process": "engine", "mode": "user"}, 0.2 * t),
-            Sample("sloguard_server_cold_starts_total", {"process": "engine"}, 1.0 if t >= 15 else 0.0)], float(t))
+            Sample("sloguard_server_cold_starts_total", {"process": "engine"}, 1.0 if t >= 15 else 0.0)]), float(t))
     sig, notes = host_signals(series, ["api", "engine"], window=20.0, hold=60.0, now=20.0)
     assert sig["serving_cpu_cores"] == pytest.approx(1.0) and notes["serving_cpu_cores"] == "process api"
     assert sig["cold_starts"] == 1.0 and notes["cold_starts"] == "process engine"
@@ -82,7 +82,7 @@ def test_host_signals_name_the_busiest_process() -> None:
 
 
 def test_gpu_signals_without_any_gpu_series_are_not_available() -> None:
-    assert gpu_signals([Sample("sloguard_probe_ttft_seconds_count", {}, 1.0)], "t") == ({}, {})
+    assert gpu_signals(index([Sample("sloguard_probe_ttft_seconds_count", {}, 1.0)]), "t") == ({}, {})
 
 
 def test_gpu_signals_from_nvml_series_and_the_canary() -> None:
@@ -93,7 +93,7 @@ def test_gpu_signals_from_nvml_series_and_the_canary() -> None:
                Sample("sloguard_gpu_health_problem", {**u, "reason": "row_remap_pending"}, 1.0),
                Sample("sloguard_gpu_health_problem", {**u, "reason": "clocks_below_max"}, 0.0),
                Sample("sloguard_canary_degraded", {"device": "cuda:0", "gpu": "0"}, 0.0)]
-    sig, notes = gpu_signals(samples, "any-target")  # node-local NVML GPUs serve every target
+    sig, notes = gpu_signals(index(samples), "any-target")  # node-local NVML GPUs serve every target
     assert sig == {"gpu_throttle_reasons": 1.0, "gpu_health_problems": 1.0, "gpu_sm_clock_ratio": 0.6,
                    "canary_degraded": 0.0}
     assert notes["gpu_health_problems"] == "GPU-1:row_remap_pending"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sloguard.config.spec import TargetSpec
-from sloguard.diagnose.signals import gpu_signals
+from sloguard.diagnose.signals import gpu_signals, index
 from sloguard.gpu.dcgm_source import DcgmSource, GPUMemory, map_samples
 from sloguard.model import Sample
 from sloguard.sim import dcgm as simdcgm
@@ -66,11 +66,11 @@ def test_xid_changes_count_as_events() -> None:
 
 
 def test_diagnosis_signals_from_the_page() -> None:
-    sig, notes = gpu_signals(_samples(PAGE.read_text()), "chat")
+    sig, notes = gpu_signals(index(_samples(PAGE.read_text())), "chat")
     assert sig["gpu_throttle_reasons"] == 2  # sw + hw thermal bits (the hw_thermal health problem is the same)
     assert sig["gpu_sm_clock_ratio"] == pytest.approx(1185 / 1980) and G1 in notes["gpu_sm_clock_ratio"]
     assert sig["gpu_health_problems"] == 0
-    other, _ = gpu_signals(_samples(PAGE.read_text()), "another-target")
+    other, _ = gpu_signals(index(_samples(PAGE.read_text())), "another-target")
     assert other == {}  # another target's GPUs are not this one's
 
 
@@ -79,12 +79,12 @@ def test_the_simulator_page_follows_its_faults() -> None:
     simdcgm.readings(state, 0.0, 0.0, 1.0, 0.2)
     calm = _samples(simdcgm.render(simdcgm.readings(state, 1.0, 0.8, 1.0, 0.2)).decode())
     assert _one(calm, "sloguard_gpu_sm_clock_hertz", uuid=simdcgm.UUID) == pytest.approx(1980e6)
-    assert gpu_signals(calm, "chat")[0]["gpu_throttle_reasons"] == 0
+    assert gpu_signals(index(calm), "chat")[0]["gpu_throttle_reasons"] == 0
     hot = _samples(simdcgm.render(simdcgm.readings(state, 2.0, 1.7, 0.5, 0.2)).decode())
-    sig, _ = gpu_signals(hot, "chat")
+    sig, _ = gpu_signals(index(hot), "chat")
     assert sig["gpu_sm_clock_ratio"] == pytest.approx(0.5) and sig["gpu_throttle_reasons"] >= 2
     idle = _samples(simdcgm.render(simdcgm.readings(state, 3.0, 1.7, 0.5, 0.0)).decode())
-    assert "gpu_sm_clock_ratio" not in gpu_signals(idle, "chat")[0]  # an idle GPU's clock says nothing
+    assert "gpu_sm_clock_ratio" not in gpu_signals(index(idle), "chat")[0]  # an idle GPU's clock says nothing
 
 
 def test_source_reads_a_file_and_fails_cleanly(tmp_path: Path) -> None:
