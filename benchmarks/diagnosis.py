@@ -13,7 +13,8 @@ evaluation intervals. Per healthy run: any cause other than none/unknown over th
 cause. Goals (issue 12): right cause ≥ 90% of faulted runs, no false cause in ≥ 95% of healthy runs,
 verdict within two evaluation intervals after the objective breaches.
 
-Run: .venv/bin/python benchmarks/diagnosis.py [--seeds 5] [--healthy 10] [--parallel 3]  (~10-15 min on 2 cores)
+Run: .venv/bin/python benchmarks/diagnosis.py [--seeds 5] [--healthy 10] [--parallel 3]  (~25 min on 2 cores)
+     .venv/bin/python benchmarks/diagnosis.py --cost   (the diagnosis step's own cost per evaluation, ~1 min)
 """
 
 from __future__ import annotations
@@ -235,6 +236,48 @@ def report(lanes: list[Lane]) -> None:
         print(f"  WRONG {lane.name} ({lane.fault or 'healthy'}): {lane.causes}")
 
 
+def cost(slos: int = 20, hours: float = 1.0) -> None:
+    """Print the time one Diagnoser.step takes for `slos` probe SLOs with an hour of 1 result/s each."""
+    import random
+    import statistics
+
+    from sloguard.clock import FakeClock
+    from sloguard.config.load import load_config_text
+    from sloguard.diagnose.service import Diagnoser
+    from sloguard.model import Histogram, ModelView, ProbeResult, ServerView
+    from sloguard.slo.engine import SLOEngine
+    from sloguard.slo.model import slos_from_config
+    from sloguard.windows.server import ServerWindows
+
+    targets = "".join(f"  - {{name: t{i}, engine: vllm, metrics_url: 'http://127.0.0.1:1/m'}}\n" for i in range(slos))
+    objectives = "[{metric: ttft, percentile: 95, threshold: 1s}, {metric: tpot, percentile: 95, threshold: 100ms}]"
+    slo_text = "".join(f"  - {{name: s{i}, target: t{i}, objectives: {objectives}}}\n" for i in range(slos))
+    cfg = load_config_text(f"version: sloguard/v1\ntargets:\n{targets}slos:\n{slo_text}")
+    now, rng = 1e6, random.Random(0)
+    engine, server, d = SLOEngine(slos_from_config(cfg), FakeClock(now)), ServerWindows(), Diagnoser(cfg)
+    n = int(hours * 3600)
+    engine.add_probe_results(ProbeResult(
+        ts=now - n + k, probe="p", target=f"t{i}", model="m", api="chat", ok=True, ttft_s=rng.uniform(0.1, 0.3),
+        e2e_s=1.0, tpot_s=0.02, connect_s=0.0, record="inband", server_ttft_s=0.1, network_s=0.003,
+        queue_s=0.01, prefill_s=0.09, server_decode_s=0.8, head_s=0.003) for k in range(n) for i in range(slos))
+    for k in range(0, n, 15):
+        for i in range(slos):
+            h = Histogram(((0.3, k), (float("inf"), k)), k, 0.001 * k)
+            mv = ModelView("m", {"queue": h, "prefill": h}, {"requests_waiting": 0.0, "requests_running": 4.0,
+                                                              "kv_cache_usage_ratio": 0.3},
+                           {"prompt_tokens": 300.0 * k, "preemptions": 0.0}, {"stop": float(k)})
+            server.add(ServerView(f"t{i}", "vllm", now - n + k, {"m": mv}))
+    times = []
+    for j in range(20):
+        statuses = engine.evaluate(now + j, server)
+        t0 = time.perf_counter()
+        d.step(now + j, statuses, engine, server, [])
+        times.append(time.perf_counter() - t0)
+    print(f"diagnosis step, {slos} probe SLOs x {n} results and their server windows: median "
+          f"{statistics.median(times) * 1e3:.1f} ms, max {max(times) * 1e3:.1f} ms per evaluation "
+          f"({statistics.median(times) / slos * 1e3:.2f} ms per SLO)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=5)
@@ -244,7 +287,11 @@ def main() -> int:
     ap.add_argument("--observe", type=float, default=60.0)
     ap.add_argument("--window", type=float, default=20.0, help="diagnose.window in seconds")
     ap.add_argument("--faults", default=",".join(FAULTS))
+    ap.add_argument("--cost", action="store_true", help="only measure the diagnosis step's own cost")
     args = ap.parse_args()
+    if args.cost:
+        cost()
+        return 0
     faults = [f for f in args.faults.split(",") if f]
     todo = [Lane(f"{f.replace('_', '-')}-{s}", f, 100 + s) for s in range(args.seeds) for f in faults]
     todo += [Lane(f"healthy-{i}", "", 500 + i) for i in range(args.healthy)]
