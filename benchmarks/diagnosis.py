@@ -42,12 +42,12 @@ TTFT_OBJECTIVE, TPOT_OBJECTIVE = "1s", "150ms"  # p95 of each; healthy runs read
 # fault class -> (expected cause, POST /sim/faults payload)
 FAULTS: dict[str, tuple[str, dict[str, Any]]] = {
     "load_surge": ("capacity", {"load_multiplier": 3.0}),
-    "kv_shrink": ("kv_cache_pressure", {"kv_blocks": 320}),
-    "long_prompts": ("long_prompts", {"prompt_scale": 3.0}),
+    "kv_shrink": ("kv_cache_pressure", {"kv_blocks": 288}),
+    "long_prompts": ("long_prompts", {"prompt_scale": 4.0}),
     "gpu_throttle": ("gpu_throttled", {"gpu_clock_ratio": 0.4}),
     "cpu_burn": ("serving_cpu_bound", {"cpu_burn": 0.85}),
     "network_delay": ("network", {"network_delay_s": 0.8}),
-    "engine_restart": ("engine_restart", {"engine_restart_s": 4.0}),
+    "engine_restart": ("engine_restart", {"engine_restart_s": 6.0}),
 }
 
 
@@ -212,6 +212,11 @@ def report(lanes: list[Lane]) -> None:
     right = [lane for lane in faulted if verdict_of(lane) == lane.expected]
     print(f"\nright cause: {len(right)}/{len(faulted)} faulted runs = {len(right) / max(1, len(faulted)):.0%}"
           f" (goal ≥ 90%)")
+    breached = [lane for lane in faulted if lane.breach_t is not None]
+    right_b = [lane for lane in breached if verdict_of(lane) == lane.expected]
+    print(f"  of the faulted runs whose SLO breached within the observation: {len(right_b)}/{len(breached)} = "
+          f"{len(right_b) / max(1, len(breached)):.0%}; {len(faulted) - len(breached)} never breached (verdict none:"
+          " nothing to diagnose)")
     clean = [lane for lane in healthy if verdict_of(lane) == "none/unknown"]
     print(f"no false cause: {len(clean)}/{len(healthy)} healthy runs = {len(clean) / max(1, len(healthy)):.0%}"
           f" (goal ≥ 95%)")
@@ -284,7 +289,7 @@ def main() -> int:
     ap.add_argument("--healthy", type=int, default=10, help="healthy runs in total")
     ap.add_argument("--parallel", type=int, default=4, help="lanes per daemon round")
     ap.add_argument("--warmup", type=float, default=40.0)
-    ap.add_argument("--observe", type=float, default=60.0)
+    ap.add_argument("--observe", type=float, default=75.0)
     ap.add_argument("--window", type=float, default=20.0, help="diagnose.window in seconds")
     ap.add_argument("--faults", default=",".join(FAULTS))
     ap.add_argument("--cost", action="store_true", help="only measure the diagnosis step's own cost")

@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from sloguard.diagnose.history import Series
-from sloguard.model import Sample, ServerView
+from sloguard.model import Histogram, Sample, ServerView
 
 # Clock-event reasons that slow a busy GPU (gpu_idle, application clocks, sync boost and display do not),
 # and the NVML/dcgm health reasons that are throttling rather than a sick GPU.
@@ -39,6 +39,30 @@ class ServerLike(Protocol):
     def restarts(self) -> dict[str, int]:
         """Return engine restarts seen per target."""
         ...
+
+    def histogram(self, target: str, model: str | None, signal: str, window: float, now: float) -> Histogram | None:
+        """Return the window's histogram delta of a target's signal (all models when model is None)."""
+        ...
+
+
+def _prompt_length(series: Series, server: ServerLike, target: str, names: Collection[str],
+                   finished: Collection[str], window: float, now: float) -> float | None:
+    """Return the mean prompt tokens per request over the window.
+
+    From the engine's per-request prompt-length histogram where it has one (vLLM `request_prompt_tokens`:
+    observed at finish, exact); else prompt-token counter ÷ requests started: prompt tokens count when a
+    request's prefill is done, finished requests when it ends, so the requests in between (the running
+    count's growth) started too, or a surge would read as longer prompts.
+    """
+    h = server.histogram(target, None, "prompt_length", window, now)
+    if h is not None and h.count > 0:
+        return h.sum / h.count
+    done = server.increase(target, finished, window, now) if finished else None
+    prompts = server.increase(target, ("prompt_tokens",), window, now) if "prompt_tokens" in names else None
+    if done is None or prompts is None:
+        return None
+    started = done[0] + (series.change(f"{target}/requests_running", window, now) or 0.0)
+    return prompts[0] / started if started > 0 else None
 
 
 def record_engine(series: Series, server: ServerLike, target: str) -> None:
@@ -74,15 +98,9 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
     done = server.increase(target, finished, window, now) if finished else None
     if done is not None and done[1] > 0:
         out["request_rate"] = done[0] / done[1]
-    # Over the last half of the window (a prompt shift shows sooner). Prompt tokens count when a request's
-    # prefill is done, finished requests when it ends: the requests in between (the running count's
-    # growth) started too, else a surge reads as longer prompts.
-    half = server.increase(target, finished, window / 2, now) if finished else None
-    prompts = server.increase(target, ("prompt_tokens",), window / 2, now) if "prompt_tokens" in names else None
-    if half is not None and prompts is not None:
-        started = half[0] + (series.change(f"{target}/requests_running", window / 2, now) or 0.0)
-        if started > 0:
-            out["prompt_tokens_per_request"] = prompts[0] / started
+    length = _prompt_length(series, server, target, names, finished, window, now)
+    if length is not None:
+        out["prompt_tokens_per_request"] = length
     hits = server.increase(target, ("prefix_cache_hits",), window, now)
     queries = server.increase(target, ("prefix_cache_queries",), window, now)
     if hits is not None and queries is not None and queries[0] > 0:
