@@ -87,6 +87,7 @@ class ProbeResult:
     queue_s: float | None = None
     prefill_s: float | None = None
     server_decode_s: float | None = None
+    elapsed_s: float | None = None  # t0 to when the request ended (success, timeout, reset or error)
     # Time to the response head (t0 → status line arrived): network both ways + the server's HTTP front
     # until it answers; per request, never negative (README "Exact definitions", network stage).
     head_s: float | None = None

@@ -16,26 +16,23 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from sloguard.demo import render_status
+from sloguard.slo.status import render_status
 
 DEFAULT_URL = "http://127.0.0.1:9478"
 
 
 def verdict_lines(slo: dict[str, Any]) -> list[str]:
-    """Return the verdict lines of one SLO document (its `diagnosis`), or a line saying there is none."""
+    """Return what follows an SLO's status lines: the verdict's evidence, or why there is no verdict line."""
     d = slo.get("diagnosis")
     if not isinstance(d, dict):
         return ["  diagnosis: not available (diagnose.enabled: false, or not evaluated yet)"]
     if d.get("cause") == "none":
         return [f"  diagnosis: none (no objective breached over the last {d.get('window', '?')})"]
-    conf = d.get("confidence")
-    head = f"  diagnosis: {d.get('stage')} / {d.get('cause')}" + (f" (confidence {conf:.0%})"
-                                                                   if isinstance(conf, int | float) else "")
-    return [head, f"    {d.get('summary', '')}", *(f"    - {e}" for e in d.get("evidence_text") or [])]
+    return [f"    - {e}" for e in d.get("evidence_text") or []]
 
 
 def render(doc: Any) -> str:
-    """Return the status text: each SLO's state lines followed by its verdict."""
+    """Return the status text: each SLO's lines (the verdict line among them), then the verdict's evidence."""
     slos = doc.get("slos", []) if isinstance(doc, dict) else []
     if not slos:
         return "(no SLOs evaluated yet)"

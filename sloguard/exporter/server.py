@@ -12,6 +12,9 @@ from typing import Any
 from aiohttp import web
 
 from sloguard import __version__
+from sloguard.exporter import landing
+from sloguard.exporter.listen import describe
+from sloguard.exporter.listen import parse_listen as parse_listen  # re-exported (traces/receiver.py)
 from sloguard.exporter.snapshot import Snapshot
 from sloguard.exporter.webconfig import WebConfig
 
@@ -20,14 +23,6 @@ CONTENT_TYPE_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 CONTENT_TYPE_OM = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 JSONProvider = Callable[[], Any]
 QueryProvider = Callable[[Mapping[str, str]], Any]  # gets the query string; ValueError -> 400
-
-_LANDING = """<!doctype html><html><head><title>sloguard</title></head><body>
-<h1>sloguard {version}</h1><p>LLM inference latency SLOs.</p><ul>
-<li><a href="metrics">/metrics</a></li><li><a href="api/v1/slos">/api/v1/slos</a></li>
-<li><a href="debug/probes">/debug/probes</a></li><li><a href="debug/alerts">/debug/alerts</a></li>
-<li><a href="-/healthy">/-/healthy</a></li><li><a href="-/ready">/-/ready</a></li></ul></body></html>
-"""
-
 
 @dataclass
 class Endpoints:
@@ -86,7 +81,8 @@ class _Handlers:
         return web.Response(status=500, text="config reload failed: old config still active; see the log\n")
 
     async def landing(self, _: web.Request) -> web.Response:
-        return web.Response(text=_LANDING.format(version=__version__), content_type="text/html")
+        data = landing.gather(__version__, self.ep.ready(), self.ep.json_providers, self.ep.snapshot.samples())
+        return web.Response(text=landing.render(data), content_type="text/html", charset="utf-8")
 
     def provider(self, name: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def handler(request: web.Request) -> web.Response:
@@ -120,20 +116,17 @@ def build_app(ep: Endpoints, web_config: WebConfig) -> web.Application:
     return app
 
 
-def parse_listen(listen: str) -> tuple[str, int]:
-    """Split `host:port` (`:9478` means all interfaces, `[::1]:9478` IPv6)."""
-    host, _, port = listen.rpartition(":")
-    host = host.strip("[]") or "0.0.0.0"
-    return host, int(port)
-
-
 async def start_server(ep: Endpoints, web_config: WebConfig, listen: str) -> tuple[web.AppRunner, int]:
-    """Start serving; return the runner and the bound port (port 0 picks a free one)."""
+    """Start serving; return the runner and the bound port (port 0 picks a free one); raise ListenError."""
+    host, port = parse_listen(listen)
     runner = web.AppRunner(build_app(ep, web_config), access_log=None, handle_signals=False)
     await runner.setup()
-    host, port = parse_listen(listen)
     site = web.TCPSite(runner, host, port, ssl_context=web_config.ssl_context, reuse_address=True)
-    await site.start()
+    try:
+        await site.start()
+    except OSError as exc:  # in use, permission, no such interface: one line, not a traceback
+        await runner.cleanup()
+        raise describe(listen, exc) from None
     sockets = getattr(site._server, "sockets", None) or []
     bound = sockets[0].getsockname()[1] if sockets else port
     return runner, int(bound)

@@ -19,6 +19,7 @@ from prometheus_client.samples import Exemplar
 from sloguard.model import ProbeResult
 from sloguard.probes.outcome import outcome
 from sloguard.probes.timing import ITL_BUCKETS
+from sloguard.windows.probe import censored_metrics
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0,
                    3.0, 5.0, 7.5, 10.0, 20.0, 30.0, 60.0)
@@ -41,6 +42,11 @@ class _Hist:
     counts: list[int]
     total: float = 0.0
     exemplars: dict[int, Exemplar] = field(default_factory=dict)
+
+    def censor(self, bound: float) -> None:
+        """Count a request that ended before the event, at more than `bound` s: +Inf bucket, bound into _sum."""
+        self.counts[-1] += 1
+        self.total += bound
 
     def observe(self, bounds: tuple[float, ...], value: float, trace_id: str, ts: float) -> None:
         i = bisect_left(bounds, value)  # le is inclusive: value == bound falls in that bucket
@@ -122,6 +128,29 @@ class ProbeMetrics:
             done = r.ts + (r.e2e_s or 0.0)  # ts is when the request started; success is when it ended
             self._last_success[r.probe] = max(done, self._last_success.get(r.probe, 0.0))
             self._observe_latencies(r)
+        else:
+            self._observe_failed(r)
+
+    def _observe_failed(self, r: ProbeResult) -> None:
+        """Observe what a failed request reached; count it in +Inf where it ended before the metric's event.
+
+        Same rules as the SLO windows (sloguard.windows.probe.CENSORING): histogram_quantile then reads a
+        quantile that falls among such requests as the top finite bucket bound, never as a fast value.
+        """
+        labels = (r.probe, r.target, r.model, r.prompt_bucket)
+        cut = censored_metrics(r)
+        for name, (attr, bounds, _) in HISTOGRAMS.items():
+            value = getattr(r, attr)
+            reached = value is not None and value != () and name not in cut
+            if not reached and name not in cut:
+                continue
+            h = self._hists[name].setdefault(labels, _Hist([0] * (len(bounds) + 1)))
+            if name == "itl" and r.itl_counts:  # the gaps it saw are real gaps
+                h.add_counts(r.itl_counts, r.itl_sum_s)
+            elif reached:
+                h.observe(bounds, value, r.trace_id, r.ts)
+            if name in cut:
+                h.censor(cut[name])
 
     def _observe_latencies(self, r: ProbeResult) -> None:
         labels = (r.probe, r.target, r.model, r.prompt_bucket)

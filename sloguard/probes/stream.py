@@ -208,9 +208,10 @@ async def run_stream(
         headers["Authorization"] = f"Bearer {job.api_key}"
     events = Events(decode, job.max_events)
     f = await fetch(session, url, body, headers, job.timeout, events.feed)
+    ran = (time.perf_counter_ns() - f.stamps.t0_ns) * 1e-9  # until the request ended, however it ended
     _warn_if_unstamped(f.late)
     summary = await events.summary(f.stamps.t0_ns, gaps=f.error is None)  # a failed request: O(1), no ITL
-    return _result(job, prompt, trace_id, f.ts, f.status, f.stamps, events, summary, done_on_eof, f.error)
+    return _result(job, prompt, trace_id, f.ts, f.status, f.stamps, events, summary, done_on_eof, f.error, ran)
 
 
 _warned_late = False
@@ -272,7 +273,7 @@ def assemble(
 
 def _result(
     job: ProbeJob, prompt: Prompt, trace_id: str, ts: float, status: int | None, stamps: Stamps,
-    events: Events, summary: Summary, done_on_eof: bool, error: str | None,
+    events: Events, summary: Summary, done_on_eof: bool, error: str | None, elapsed_s: float | None = None,
 ) -> ProbeResult:
     """Build the ProbeResult from the §4 summary (a failed request keeps the timings it reached)."""
     if error is None:
@@ -287,7 +288,7 @@ def _result(
         itl_p50_s=itl.p50_s if itl else None, itl_p99_s=itl.p99_s if itl else None,
         itl_max_s=itl.max_s if itl else None,
         prompt_tokens=summary.prompt_tokens, output_tokens=summary.output_tokens,
-        prompt_bucket=prompt.bucket, trace_id=trace_id, **record_fields(summary.record),
+        prompt_bucket=prompt.bucket, trace_id=trace_id, **record_fields(summary.record), elapsed_s=elapsed_s,
         itl_counts=itl.counts if itl else (), itl_sum_s=itl.sum_s if itl else 0.0,
         head_s=head if status else None,
     )

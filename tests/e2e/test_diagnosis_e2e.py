@@ -158,7 +158,8 @@ def _status_command(daemon: Proc, cause: str) -> None:
     """`sloguard status` prints the verdict for the on-call terminal and exits 1 while an SLO has one."""
     done = subprocess.run([sys.executable, "-m", "sloguard", "status", "--url", daemon.url], capture_output=True,
                           text=True, timeout=PATIENCE)
-    assert done.returncode == 1 and f"/ {cause} (confidence" in done.stdout and "→ network:" in done.stdout, done
+    assert done.returncode == 1 and f"→ {cause}: " in done.stdout and "(confidence" in done.stdout, done
+    assert "network_measured" in done.stdout or "serving_cpu_cores" in done.stdout, done  # the evidence
 
 
 def _network_within_20ms(daemon: Proc) -> None:

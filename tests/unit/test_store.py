@@ -31,6 +31,27 @@ def test_round_trip_and_filters(tmp_path: Path) -> None:
     store.close()
 
 
+def test_old_stores_gain_new_columns_and_stay_readable(tmp_path: Path) -> None:
+    """A store written before ProbeResult.elapsed_s existed: its rows read back with elapsed_s None."""
+    import sqlite3
+
+    from sloguard.model import LIVE_ONLY_FIELDS
+
+    old_columns = [f.name for f in dataclasses.fields(ProbeResult) if f.name not in {*LIVE_ONLY_FIELDS, "elapsed_s"}]
+    conn = sqlite3.connect(tmp_path / "s.db")
+    conn.execute(f"CREATE TABLE probe_results ({', '.join(old_columns)})")
+    conn.execute(f"INSERT INTO probe_results VALUES ({', '.join('?' * len(old_columns))})",
+                 [getattr(result(10, ok=False), c) for c in old_columns])
+    conn.commit()
+    conn.close()
+    store = Store(tmp_path / "s.db", FakeClock())
+    store.add_probe_results([dataclasses.replace(result(20), elapsed_s=1.5)])
+    old, new = store.probe_results_since(0)
+    assert (old.ok, old.ttft_s, old.elapsed_s) == (False, 0.1, None)
+    assert new.elapsed_s == 1.5
+    store.close()
+
+
 def test_prune_uses_the_clock(tmp_path: Path) -> None:
     clock = FakeClock(start=1000.0)
     store = Store(tmp_path / "s.db", clock)

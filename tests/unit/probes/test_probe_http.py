@@ -131,6 +131,7 @@ def test_truncated_chunked_stream_is_an_error() -> None:
     r = asyncio.run(with_raw(handle, job))
     assert r.ok is False and r.error is not None
     assert r.ttft_s is not None  # what arrived is still measured
+    assert r.elapsed_s is not None and r.elapsed_s >= r.ttft_s  # and how long it ran before it broke
 
 
 def test_timeout_closes_the_connection() -> None:
@@ -152,6 +153,8 @@ def test_timeout_closes_the_connection() -> None:
         return r
     r = asyncio.run(scenario())
     assert (r.ok, r.error, r.status_code) == (False, "timeout after 0.2s", 200)
+    # censored at the time it ran: the timeout, less connection set-up (t0 is taken once connected)
+    assert r.ttft_s is None and r.elapsed_s is not None and r.elapsed_s >= 0.15
 
 
 async def _hostile(kind: str, timeout: float, n: int = 1, **kw: Any) -> tuple[list[ProbeResult], int]:

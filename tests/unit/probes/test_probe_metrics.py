@@ -78,7 +78,7 @@ def test_histograms_counters_and_freshness() -> None:
     hl = (("model", "m"), ("probe", "p"), ("prompt_bucket", "short"), ("target", "t"))
     assert s[("sloguard_probe_ttft_seconds_bucket", (("le", "0.1"), *hl))] == 1
     assert s[("sloguard_probe_ttft_seconds_bucket", (("le", "0.3"), *hl))] == 2
-    assert s[("sloguard_probe_ttft_seconds_count", hl)] == 2  # failures never enter latency histograms
+    assert s[("sloguard_probe_ttft_seconds_count", hl)] == 2  # the failures are in their own prompt bucket
     assert s[("sloguard_probe_ttft_seconds_sum", hl)] == pytest.approx(0.4)
     assert s[("sloguard_probe_itl_seconds_count", hl)] == 6  # every per-token gap
     assert s[("sloguard_probe_itl_seconds_sum", hl)] == pytest.approx(0.1)
@@ -94,6 +94,29 @@ def test_histograms_counters_and_freshness() -> None:
     assert s[("sloguard_probe_last_success_age_seconds", (("probe", "p"),))] == pytest.approx(8.6)
     assert s[("sloguard_probe_last_success_age_seconds", (("probe", "never"),))] == 60  # since start
     assert not any(name == "sloguard_probe_timing_overhead_seconds" for name, _ in s)
+
+
+def test_failed_requests_count_what_they_reached_and_censored_in_inf() -> None:
+    m = ProbeMetrics(start=100.0)
+    before_token = ProbeResult(ts=1, probe="p", target="t", model="m", api="chat", ok=False, error="timeout",
+                               connect_s=0.01, elapsed_s=2.0, prompt_bucket="short")
+    after_token = ProbeResult(ts=2, probe="p", target="t", model="m", api="chat", ok=False, error="timeout",
+                              connect_s=0.01, ttft_s=0.5, ttfot_s=0.5, e2e_s=1.0, elapsed_s=2.0,
+                              prompt_bucket="short")
+    for r in (before_token, after_token):
+        m.observe(r)
+    s = samples(render(m, now=160.0))
+    hl = (("model", "m"), ("probe", "p"), ("prompt_bucket", "short"), ("target", "t"))
+    inf = (("le", "+Inf"), *hl)
+    # TTFT: one measured (0.5 s), one timed out before its first token: +Inf, its 2 s elapsed into _sum
+    assert s[("sloguard_probe_ttft_seconds_bucket", (("le", "1.0"), *hl))] == 1
+    assert (s[("sloguard_probe_ttft_seconds_bucket", inf)], s[("sloguard_probe_ttft_seconds_sum", hl)]) == (2, 2.5)
+    assert s[("sloguard_probe_e2e_seconds_bucket", (("le", "60.0"), *hl))] == 0  # E2E never reached
+    assert s[("sloguard_probe_e2e_seconds_count", hl)] == 2
+    assert s[("sloguard_probe_connect_seconds_bucket", (("le", "0.01"), *hl))] == 2  # both connected
+    # ITL and TPOT: only the request that was decoding, in +Inf (a failed request keeps no per-token gaps)
+    assert s[("sloguard_probe_itl_seconds_count", hl)] == 1 and s[("sloguard_probe_tpot_seconds_count", hl)] == 1
+    assert s[("sloguard_probe_itl_seconds_bucket", (("le", "2.5"), *hl))] == 0
 
 
 def test_overhead_gauge() -> None:

@@ -31,6 +31,12 @@ class CapturedServer:
     def histogram(self, target: str, model: str | None, signal: str, window: float, now: float) -> Histogram | None:
         return self.hists.get(signal)
 
+    def span(self, target: str, signal: str, window: float, now: float) -> float:
+        return window
+
+    def finished(self, target: str, reasons: frozenset[str], window: float, now: float) -> float:
+        return 0.0
+
 
 def _probe(n: int, rng: random.Random, **fields: float | None) -> dict[str, ProbeWindow]:
     pw = ProbeWindow(86400.0 * 28)
