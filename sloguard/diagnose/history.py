@@ -11,25 +11,21 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 
 MIN_POINTS = 8  # healthy evaluations before a baseline is used (one noisy evaluation cannot set it)
-MAX_POINTS = 720  # values kept per key over the horizon (1 h: one per 5 s), whatever the evaluation interval
+MAX_POINTS = 720  # values kept per key (the last 720 healthy evaluations: 3 h at 15 s, 12 min at 1 s)
 
 
 class Baselines:
-    """Per key, the values seen at healthy evaluations within `horizon`; baseline = their median."""
+    """Per key, the values seen at healthy evaluations within `horizon` (the last MAX_POINTS); baseline = median."""
 
     def __init__(self, horizon: float, min_points: int = MIN_POINTS) -> None:
         self.horizon = horizon
         self.min_points = min_points
         self._points: dict[str, deque[tuple[float, float]]] = {}
-        self._last = -float("inf")
 
     def record(self, now: float, values: Mapping[str, float]) -> None:
-        """Add one healthy evaluation's values (at most MAX_POINTS per horizon) and forget older ones."""
-        if now - self._last < self.horizon / MAX_POINTS:
-            return
-        self._last = now
+        """Add one healthy evaluation's values and forget those older than the horizon (or MAX_POINTS back)."""
         for key, value in values.items():
-            points = self._points.setdefault(key, deque())
+            points = self._points.setdefault(key, deque(maxlen=MAX_POINTS))
             points.append((now, value))
         for points in self._points.values():
             while points and points[0][0] < now - self.horizon:

@@ -67,7 +67,8 @@ def _slo_misses(status: SLOStatus) -> set[str]:
         return set()
     shortest = min(status.slo.windows)
     out = {o.metric for o in status.objectives if o.window == shortest and not o.segment and o.compliant is False}
-    out |= {s.stage for s in status.stages if s.window == shortest and not s.segment and (s.overrun or 0.0) > 1.0}
+    out |= {s.stage for s in status.stages if s.window == shortest and not s.segment and s.budget
+            and _p95_floor(s.p95, s.resolution) > s.budget}
     gp = status.slo.goodput
     if gp is not None and any(w.window == shortest and not w.segment and w.goodput_ratio is not None
                               and w.goodput_ratio < gp.target for w in status.windows):
@@ -75,16 +76,27 @@ def _slo_misses(status: SLOStatus) -> set[str]:
     return out
 
 
+def _p95_floor(p95: float | None, resolution: tuple[tuple[float, float], ...]) -> float:
+    """Return the least a stage's p95 can be: its interval's lower end where bounded, else its value."""
+    if resolution:
+        return resolution[nearest_q(0.95)][0]
+    return p95 if p95 is not None else 0.0
+
+
 def breaches(status: SLOStatus, q: Quantiles) -> tuple[Breach, ...]:
-    """Return the objectives that miss over the diagnosis window and over the SLO's shortest window."""
+    """Return the objectives that miss over the diagnosis window and over the SLO's shortest window.
+
+    A value from an engine histogram is an interval: it misses only when even its lower end is over the
+    threshold (queue p95 somewhere in vLLM's first bucket [0, 0.3 s] does not miss a 100 ms budget).
+    """
     missed = _slo_misses(status)
     out = []
     for metric, quantile, threshold in _wanted(status.slo):
         got = q.get(metric)
         if metric not in missed or got is None:
             continue
-        value = got[nearest_q(quantile)][0]
-        if value > threshold:
+        value, lo, _ = got[nearest_q(quantile)]
+        if lo > threshold:
             out.append(Breach(metric, quantile, value, threshold))
     return tuple(out)
 

@@ -56,7 +56,7 @@ ENGINE = frozenset({"queue", "prefill", "decode"})
 C = Condition
 
 RULES: tuple[CauseRule, ...] = (
-    CauseRule("engine_restart", ALL, any_of=(C("engine_restarts", ">=", 1), C("cold_starts", ">=", 1)),
+    CauseRule("engine_restart", ALL, any_of=(C("engine_restarts", ">=", 1), C("cold_starts", ">=", 1, optional=True)),
               lever="find why it restarted (crash, OOM) and gate readiness on warm-up",
               detail="a restart resets the engine's counters and its cold start recompiles graphs and refills "
                      "caches: check the engine log for the crash or OOM, and keep a warm spare replica"),
