@@ -90,8 +90,15 @@ RULES: tuple[CauseRule, ...] = (
               lever="add replicas or lower max concurrency",
               detail="more load than the engine can serve: requests wait for a slot or share bigger batches; scale "
                      "out or shed/limit load at the gateway"),
+    CauseRule("network", frozenset({"network"}), needs=(C("network_measured", ">=", 1.0),),
+              lever="check the gateway and the network path",
+              detail="the time is spent outside the server's own record of the request: load balancer, gateway, "
+                     "TLS termination, proxies, cross-zone hops between clients and the server"),
+    # Without a server record the network stage is the time to the response head, which also holds the
+    # server's HTTP front: only with a calm serving CPU and no queue is that time the network's.
     CauseRule("network", frozenset({"network"}),
-              any_of=(C("network_measured", ">=", 1.0), C("serving_cpu_cores", "<", 0.35)),
+              needs=(C("network_measured", "<", 1.0), C("serving_cpu_cores", "<", 0.35),
+                     C("requests_waiting", "<", 1.0)),
               lever="check the gateway and the network path",
               detail="the time is spent before the server answers: load balancer, gateway, TLS termination, proxies, "
                      "cross-zone hops between clients and the server"),

@@ -93,6 +93,8 @@ CASES = [
      "decode", "unknown"),
     ("queue grew, engine exposes no waiting count", _inputs(stages=QUEUED, drop=("requests_waiting", "request_rate")),
      "queue", "unknown"),
+    ("head-time network while requests queue is not the network's", _inputs(
+        stages=NET, signals={"network_measured": 0.0, "requests_waiting": 6.0}), "network", "unknown"),
     ("network by head time, serving CPU unknown", _inputs(stages=NET, signals={"network_measured": 0.0},
                                                           drop=("serving_cpu_cores",)), "network", "unknown"),
     ("queue rose with no load, kv, prompt or gpu signal", _inputs(stages=QUEUED), "queue", "unknown"),
