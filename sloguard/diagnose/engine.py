@@ -142,3 +142,16 @@ def decide(inp: Inputs) -> Verdict:
     evidence = (head, *stage_ev)
     return Verdict(inp.slo, inp.now, stage, "unknown", 0.0, (*evidence, *_context(inp, evidence)), lever,
                    tuple(missing), breach, share)
+
+
+CONFIRM = 2  # evaluations in a row a cause must hold before it is named (one burst of noise is not a cause)
+
+
+def confirm(raw: Verdict, streak: int, published: Verdict | None) -> Verdict:
+    """Return what to publish: `raw` once its cause held CONFIRM evaluations in a row (`streak`, this one
+    included), or the cause already published; until then `unknown`, saying it is confirming."""
+    named = raw.cause not in ("none", "unknown")
+    if not named or streak >= CONFIRM or (published is not None and published.cause == raw.cause):
+        return raw
+    return dataclasses.replace(raw, cause="unknown", confidence=0.0,
+                               lever=f"confirming {raw.cause}: it must hold at {CONFIRM} evaluations in a row")

@@ -164,3 +164,15 @@ def test_readme_has_the_generated_cause_table() -> None:
 
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
     assert markdown() in readme, "paste sloguard.diagnose.rules.markdown() into README.md 'Diagnosis'"
+
+
+def test_a_cause_is_named_once_it_held_twice_in_a_row() -> None:
+    from sloguard.diagnose.engine import confirm
+
+    raw = decide(_inputs(stages=QUEUED, signals={"requests_waiting": 41.0}))
+    first = confirm(raw, 1, None)
+    assert first.cause == "unknown" and first.lever.startswith("confirming capacity") and first.stage == "queue"
+    assert confirm(raw, 2, first) is raw  # held twice: named
+    assert confirm(raw, 1, raw) is raw  # already published: a stable verdict does not flicker
+    healthy = decide(_inputs(breaches=()))
+    assert confirm(healthy, 1, raw) is healthy  # back to healthy at once
