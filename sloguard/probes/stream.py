@@ -32,7 +32,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from sloguard.model import ProbeResult
 from sloguard.probes.arrival import Arrivals, Slicer, StampedResponse, capturing
-from sloguard.probes.connection import FreshConnector
+from sloguard.probes.connection import SETTLE_S, FreshConnector
 from sloguard.probes.events import Decoder, Events
 from sloguard.probes.job import ProbeJob
 from sloguard.probes.timing import Summary
@@ -73,15 +73,15 @@ async def _on_connection_ready(_s: aiohttp.ClientSession, ctx: SimpleNamespace, 
         st.t0_ns = st.connect_end_ns = time.perf_counter_ns()
 
 
-def make_session() -> aiohttp.ClientSession:
+def make_session(settle_s: float = SETTLE_S) -> aiohttp.ClientSession:
     """Return the probe session: trace hooks for t0/connect, arrival-stamped bodies, no pool limit,
-    and a pool that never hands out a connection the server already closed."""
+    and a pool that never hands out a connection the server already closed (nor one idle < `settle_s`)."""
     trace = aiohttp.TraceConfig()
     trace.on_connection_create_start.append(_on_create_start)
     trace.on_connection_create_end.append(_on_connection_ready)
     trace.on_connection_reuseconn.append(_on_connection_ready)
     return aiohttp.ClientSession(
-        trace_configs=[trace], auto_decompress=False, connector=FreshConnector(limit=0),
+        trace_configs=[trace], auto_decompress=False, connector=FreshConnector(limit=0, settle_s=settle_s),
         response_class=StampedResponse,
     )
 

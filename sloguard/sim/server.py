@@ -1,7 +1,7 @@
 """aiohttp app of the simulated vLLM server: OpenAI API, vLLM `/metrics`, and `/sim/*` control routes.
 
 Routes: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`, `GET /health`,
-`GET /metrics`, `GET /sim/profile`, `GET|POST|DELETE /sim/faults`, `GET /sim/requests/{id}`.
+`GET /metrics`, `GET /version`, `GET /sim/profile`, `GET|POST|DELETE /sim/faults`, `GET /sim/requests/{id}`.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
+from sloguard import __version__
 from sloguard.sim import completion, dcgm
 from sloguard.sim.completion import SIM_KEY, error_response
 from sloguard.sim.faults import garbage_body
@@ -36,6 +37,11 @@ async def _models(request: web.Request) -> web.Response:
     card = {"id": sim.model, "object": "model", "created": sim.created, "owned_by": "vllm", "root": sim.model,
             "parent": None, "max_model_len": MAX_MODEL_LEN}
     return web.json_response({"object": "list", "data": [card]})
+
+
+async def _version(request: web.Request) -> web.Response:
+    """vLLM's `GET /version`: the bench records it as the engine version."""
+    return web.json_response({"version": f"sloguard-sim-{__version__}"})
 
 
 async def _health(request: web.Request) -> web.Response:
@@ -107,6 +113,7 @@ def build_app(sim: Simulator) -> web.Application:
         web.get("/sim/profile", _profile), web.get("/sim/faults", _faults), web.post("/sim/faults", _faults),
         web.delete("/sim/faults", _faults), web.get("/sim/requests/{rid}", _request),
     ])
+    app.router.add_get("/version", _version)
     return app
 
 

@@ -137,6 +137,13 @@ CASES: dict[str, Case] = {
     "demo-bad-duration": Case("demo --duration soon", (2,), "invalid duration"),
     "demo-port-in-use": Case("demo --listen 127.0.0.1:{busy} --duration 30s", (1,), "--listen"),
     "demo-closed": Case("demo --duration 1s", (PIPE,), closed_stdout=True),
+    # bench (the runs against a server are in tests/e2e/test_bench_sim.py)
+    "bench-missing-config": Case("bench -c {d}/nope.yaml --target t --concurrency 1 -o {d}/r.jsonl", (2,),
+                                 "nope.yaml"),
+    "bench-no-load": Case("bench -c {d}/good.yaml --target t -o {d}/r.jsonl", (2,), "--concurrency"),
+    "bench-unreachable": Case("bench -c {d}/good.yaml --target t --concurrency 1 -o {d}/r.jsonl", (2,),
+                              "is not reachable"),
+    "bench-schema-closed": Case("bench --print-schema", (PIPE,), closed_stdout=True),
 }
 
 
