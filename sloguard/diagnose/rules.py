@@ -10,7 +10,7 @@ whose stage matches and whose conditions hold wins; a restart or a sick GPU expl
 so they come first; capacity last before network, because queues are what every other cause ends in too.
 
 Signals (sloguard.diagnose.signals; all over the diagnosis window unless said):
-  requests_waiting, requests_running (mean of the scrapes), kv_cache_usage_ratio (max), preemptions_per_second,
+  requests_waiting, requests_running, kv_cache_usage_ratio (means of the scrapes), preemptions_per_second,
   request_rate (finished requests/s), prompt_tokens_per_request, prefix_cache_hit_ratio,
   engine_restarts / cold_starts (within diagnose.restart_hold), serving_cpu_cores (busiest serving process
   of the target, CPU seconds per second), gpu_throttle_reasons (active clock-event reasons that slow a busy
@@ -71,10 +71,13 @@ RULES: tuple[CauseRule, ...] = (
               detail="power cap or thermal slowdown: check fans, inlet temperature, power limits and node power "
                      "capping"),
     CauseRule("kv_cache_pressure", ENGINE,
-              needs=(C("kv_cache_usage_ratio", ">=", 0.9), C("preemptions_per_second", ">", 0.0, vs_baseline=2.0)),
+              needs=(C("kv_cache_usage_ratio", ">=", 0.85),),
+              any_of=(C("preemptions_per_second", ">", 0.0, vs_baseline=2.0),
+                      C("requests_waiting", ">=", 1.0, vs_baseline=2.0)),
               lever="raise KV blocks or lower max-num-seqs",
-              detail="the KV cache is full and running requests are preempted and recomputed: raise "
-                     "gpu-memory-utilization, shorten max-model-len, quantise the KV cache, or admit fewer sequences"),
+              detail="the KV cache is full: new requests wait for blocks and running ones are preempted and "
+                     "recomputed; raise gpu-memory-utilization, shorten max-model-len, quantise the KV cache, or "
+                     "admit fewer sequences"),
     CauseRule("serving_cpu_bound", ALL, needs=(C("serving_cpu_cores", ">=", 0.35, vs_baseline=3.0),),
               lever="move tokenisation off the hot path or give the server more CPU",
               detail="a serving process is pinned on CPU: more API-server processes, a faster tokenizer, detokenise "

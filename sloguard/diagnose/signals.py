@@ -87,8 +87,7 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
     """Return the engine signals of a target over the diagnosis window (restarts over `hold`)."""
     out: dict[str, float] = {}
     for gauge in GAUGES:
-        pick = series.max if gauge.endswith("ratio") else series.mean
-        value = pick(f"{target}/{gauge}", window, now)
+        value = series.mean(f"{target}/{gauge}", window, now)
         if value is not None:
             out[gauge] = value
     names = server.counter_names(target)
