@@ -24,6 +24,7 @@ from sloguard.components import (
 )
 from sloguard.config.load import ConfigError, load_config
 from sloguard.config.spec import Config
+from sloguard.diagnose.service import Diagnoser
 from sloguard.exporter.listen import ListenError
 from sloguard.exporter.selfmetrics import SelfState, self_families
 from sloguard.exporter.server import Endpoints, start_server
@@ -94,7 +95,7 @@ class Daemon:
         # Listen before anything starts (probe process, schedules): a busy or forbidden address is one line and
         # exit 2, with nothing to clean up. Providers are looked up per request, after start() has finished.
         ep = Endpoints(self.snapshot, self.reload, lambda: self.evaluated, {
-            "slos": lambda: self.slo.api_json(self.statuses),
+            "slos": lambda: self.diagnosis.decorate(self.slo.api_json(self.statuses)),
             "probes": lambda: self.probes.history.snapshot(),
             "alerts": lambda: self.alerting.debug_json(),
         }, degraded=self.persist.degraded,
@@ -110,6 +111,7 @@ class Daemon:
         self.guard = GuardSignals(cfg)  # guardrail signals: spec decoding, GPU/queue contradictions
         self.stage_budgets = StageBudgets(cfg)  # stage p95 over budget, with the burn alerts' evidence guard
         self.probes = ProbeFeed(jobs_from_config(cfg, secrets.targets), cfg.probe_settings.history_size)
+        self.diagnosis = Diagnoser(cfg)  # where the time goes and why, per SLO, after each evaluation
         # Values a rule can read continue across a restart: last success (and its age) come from the store.
         self.probes.metrics.restore(self.persist.probe_baselines())
         self.records = RecordService(cfg, slos)  # joins the server's own record of each probe request
@@ -199,7 +201,12 @@ class Daemon:
         gpu = [Sample(s.name, s.labels, s.value) for fam in self.snapshot.families()
                if fam.name.startswith("sloguard_gpu_") for s in fam.samples]
         self.snapshot.put("guard", self.guard.families(now, self.server_windows, gpu))
-        self.alerting.evaluate(self.snapshot.samples(), now)
+        samples = self.snapshot.samples()
+        self.diagnosis.step(now, self.statuses, self.slo, self.server_windows, samples)
+        verdicts = self.diagnosis.families()
+        self.snapshot.put("diagnosis", verdicts)
+        samples += [Sample(s.name, s.labels, s.value) for fam in verdicts for s in fam.samples]
+        self.alerting.evaluate(samples, now, self.diagnosis.annotations)
         self.snapshot.put("alerts", self.alerting.families(now))
         self.eval_seconds = time.perf_counter() - start
         self.last_eval_mono = time.monotonic()
@@ -255,6 +262,7 @@ class Daemon:
         self.records.reconfigure(cfg, slos)
         self.guard.reconfigure(cfg)
         self.stage_budgets.reconfigure(cfg)
+        self.diagnosis.reconfigure(cfg)
         self.slo.reconfigure(slos, self.persist.history(self.clock.now() - history_horizon(slos)))
         self.server_windows.reconfigure({t.name for t in cfg.targets}, server_horizon(slos), self.clock.now())
         self.cfg = cfg

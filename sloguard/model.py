@@ -100,6 +100,9 @@ class ProbeResult:
     check_kind: str = ""
     check_outcome: str = ""
     check_s: float | None = None
+    # Time to the response head (t0 → status line arrived): network both ways + the server's HTTP front
+    # until it answers; per request, never negative (README "Exact definitions", network stage).
+    head_s: float | None = None
     # Live only (never stored, kept last): this request's per-token ITL gaps counted per histogram bucket
     # (sloguard.probes.timing.ITL_BUCKETS, +Inf last) and their sum; bounded whatever the stream's length.
     itl_counts: tuple[int, ...] = ()

@@ -73,6 +73,10 @@ class TargetSpec(SecretSource):
     guardrails: GuardrailsSpec = Field(default_factory=GuardrailsSpec,
                                        description="engine guardrail alerts for this target, off unless named "
                                                    "(README 'Guardrails')")
+    dcgm_url: Annotated[str, AfterValidator(_no_userinfo)] | None = Field(
+        default=None, pattern=r"^(https?://|file://).+",
+        description="an NVIDIA dcgm-exporter /metrics URL for the GPUs serving this target; its DCGM_FI_* fields "
+                    "become the same sloguard_gpu_* series as NVML's, labelled with this target")
 
     @model_validator(mode="after")
     def _scrapeable(self) -> TargetSpec:
@@ -301,6 +305,15 @@ class TracesSpec(Strict):
     export: SpanExportSpec | None = None
 
 
+class DiagnoseSpec(Strict):
+    enabled: bool = Field(default=True, description="decide a bottleneck verdict per SLO after every evaluation")
+    window: PositiveDuration = Field(default=300.0, description="the recent window a verdict is judged on")
+    baseline: PositiveDuration = Field(default=3600.0, description="how far back the healthy values go whose "
+                                       "median is each stage's and signal's own baseline")
+    restart_hold: PositiveDuration = Field(default=600.0, description="how long after an engine restart or a "
+                                           "process cold start it explains a breach")
+
+
 class Config(Strict):
     version: Literal["sloguard/v1"]
     listen: str = Field(default=":9478", pattern=r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]*):\d{1,5}$")
@@ -317,3 +330,4 @@ class Config(Strict):
     host: HostSpec = Field(default_factory=HostSpec)
     builtin_alerts: bool = True
     traces: TracesSpec = Field(default_factory=TracesSpec)
+    diagnose: DiagnoseSpec = Field(default_factory=DiagnoseSpec)

@@ -76,6 +76,15 @@ class Engine:
         self.running: list[SimRequest] = []
         self.step_s = 0.0  # the duration plan() returned last
 
+    @property
+    def recorder(self) -> Recorder:
+        """Return where engine events go (the metrics registry)."""
+        return self._rec
+
+    @recorder.setter
+    def recorder(self, rec: Recorder) -> None:
+        self._rec = rec  # an engine restart starts a fresh registry: its counters reset, as vLLM's do
+
     def submit(self, req: SimRequest) -> None:
         """Queue a request; it is admitted at the next `plan()`."""
         req.queued = self._clock()
@@ -99,6 +108,16 @@ class Engine:
         if req.sink is not None:
             req.sink(0, reason)
             req.sink = None
+
+    def abort_all(self, reason: str) -> None:
+        """Finish every waiting and running request now (an engine restart: no step completes them)."""
+        now = self._clock()
+        for req in [*self.waiting, *self.running]:
+            if req.finished is None:
+                self._finish(req, req.cancelled or reason, now)
+        self.waiting.clear()
+        self.running.clear()
+        self._record_state()
 
     def _record_state(self) -> None:
         # Gauges follow the scheduler after every change, so an idle server reads 0 running, as vLLM does.

@@ -6,10 +6,12 @@ import asyncio
 import random
 import time
 from collections import OrderedDict
-from dataclasses import replace
 from typing import Any
 
+from sloguard.sim import effects
 from sloguard.sim import faults as faults_mod
+from sloguard.sim.cpuburn import CPUBurner
+from sloguard.sim.dcgm import GPUState
 from sloguard.sim.engine import Engine, SimRequest, TokenSink
 from sloguard.sim.faults import Faults
 from sloguard.sim.metrics import SimMetrics
@@ -47,6 +49,11 @@ class Simulator:
         self.tracer: Any = None  # sim.tracing.SimTracer when spans are exported (`--otlp-traces-endpoint`)
         self.per_request_metrics = False  # vLLM's --enable-per-request-metrics: `metrics` in the usage chunk
         self.max_model_len = MAX_MODEL_LEN  # vLLM's --max-model-len: longer requests get a 400 (or a fault)
+        self.burner = CPUBurner()  # the cpu_burn fault's GIL-holding neighbour thread
+        self.warm_until = 0.0  # after an engine restart: steps run slower until then (sim.effects)
+        self.restarts = 0
+        self.gpu = GPUState()  # the simulated GPU's dcgm-exporter page (sim.dcgm)
+        self.scheduler.multiplier_fn = lambda: effects.step_multiplier(self)
 
     @staticmethod
     def _now() -> float:
@@ -57,14 +64,14 @@ class Simulator:
         self.scheduler.start(self.background_rps, self._rng_background)
 
     async def stop(self) -> None:
-        """Stop every task the simulator started."""
+        """Stop every task (and the cpu_burn thread) the simulator started."""
+        self.burner.stop()
         await self.scheduler.stop()
 
     def set_faults(self, payload: object) -> Faults:
         """Merge `payload` into the faults (ValueError when invalid) and apply the multiplier."""
-        self.faults = faults_mod.merge(self.faults, payload)
-        self.engine.multiplier = self.faults.latency_multiplier
-        self._apply_prefix_hits()
+        merged = faults_mod.merge(self.faults, payload)
+        effects.apply(self, merged, set(payload) if isinstance(payload, dict) else set())
         return self.faults
 
     def enable_spec_decode(self, k: int) -> None:
@@ -74,15 +81,9 @@ class Simulator:
         self.metrics.spec = SpecDecode(k, random.Random(f"{self.seed}/spec"), lambda: self.faults.spec_acceptance,
                                        self.metrics.registry, ("engine", "model_name"), ("0", self.model))
 
-    def _apply_prefix_hits(self) -> None:
-        ratio = self.faults.prefix_hit_ratio
-        self.engine.profile = self.profile if ratio is None else replace(self.profile, prefix_hit_ratio=ratio)
-
     def clear_faults(self) -> Faults:
         """Remove every fault."""
-        self.faults = Faults()
-        self.engine.multiplier = 1.0
-        self._apply_prefix_hits()
+        effects.apply(self, Faults(), set())
         return self.faults
 
     def new_request(self, p: GenParams, arrival: float, sink: TokenSink) -> SimRequest:

@@ -1,7 +1,7 @@
 """`sloguard bench` against `sloguard sim` as real processes: a sweep that shows the queueing knee, a
 max-load search that lands on the simulator's own breaking point, Ctrl-C, faults and unusable targets.
 
-The simulator runs with max_batch B = 4, no background load and every model time × 0.25. Its capacity
+The simulator runs with max_batch B = 4, no background load and every model time × 0.5. Its capacity
 model (sloguard/sim/model.py) puts the TTFT SLO breach of a closed loop exactly past B streams: up to B
 every request runs at once (TTFT ≤ two engine steps), beyond it every request waits in the queue for a
 running one to finish. The test computes both sides from the model's parameters, not from a run.
@@ -31,10 +31,10 @@ from sloguard.probes.job import ProbeJob
 from sloguard.sim.model import LatencyProfile, chat_tokens
 
 pytestmark = pytest.mark.e2e
-B, SCALE, MAX_TOKENS, PROMPT = 4, 0.25, 256, 64
+B, SCALE, MAX_TOKENS, PROMPT = 4, 0.5, 256, 16
 PROFILE = LatencyProfile().scaled(SCALE)
 JITTER_MAX = math.exp(6 * PROFILE.jitter_sigma)  # a step's jitter factor stays below this (6 sigma)
-TTFT_SLO_S = 0.100
+TTFT_SLO_S = 0.180  # ≥ 120 ms from both regimes: room for a busy CI host's scheduling delays
 HANG_GUARD_S = 600  # a stuck bench fails instead of blocking CI; not a speed claim
 
 
@@ -103,7 +103,7 @@ def rows(path: Path) -> list[dict[str, Any]]:
 def test_concurrency_sweep_shows_the_queueing_knee(sim: str, tmp_path: Path) -> None:
     out = tmp_path / "sweep.jsonl"
     start = time.monotonic()
-    done = bench(config(tmp_path, sim), out, "--concurrency", "2,4,8", "--duration", "6s", "--warmup", "2s",
+    done = bench(config(tmp_path, sim), out, "--concurrency", "2,4,8", "--duration", "8s", "--warmup", "2s",
                  "--label", "release=a")
     elapsed = time.monotonic() - start
     assert done.returncode == 0, done.stderr
@@ -136,13 +136,13 @@ def test_concurrency_sweep_shows_the_queueing_knee(sim: str, tmp_path: Path) -> 
 def test_find_max_load_lands_on_the_models_breaking_point(sim: str, tmp_path: Path) -> None:
     out = tmp_path / "search.jsonl"
     start = time.monotonic()
-    done = bench(config(tmp_path, sim), out, "--find-max-load", "--duration", "8s")
+    done = bench(config(tmp_path, sim), out, "--find-max-load", "--duration", "16s")
     elapsed = time.monotonic() - start
     assert done.returncode == 0, done.stderr
     print(f"max-load search took {elapsed:.0f} s\n{done.stdout}")
     data = rows(out)
     (result,) = [r for r in data if r["type"] == "search"]
-    assert result["stopped"] == "converged" and result["breaks_first"] == "p95 ttft <= 100ms"
+    assert result["stopped"] == "converged" and result["breaks_first"] == "p95 ttft <= 180ms"
     assert abs(result["max_load"] - B) <= 0.1 * B and result["first_break"] == B + 1
     assert f"max concurrency at SLO: {B}" in done.stdout
 

@@ -130,6 +130,9 @@ CASES: dict[str, Case] = {
     # canary (the runs that need torch are in tests/unit/probes; these fail before spawning it)
     "canary-bad-timeout": Case("canary --timeout soon", (2,), "timeout"),
     "canary-bad-device": Case("canary --device tpu", (2,), "device"),
+    # status
+    "status-closed-port": Case("status --url http://127.0.0.1:9", (2,), "cannot read http://127.0.0.1:9/api/v1/slos"),
+    "status-bad-url": Case("status --url bogus --json", (2,), "bogus"),
     # demo
     "demo-bad-duration": Case("demo --duration soon", (2,), "invalid duration"),
     "demo-port-in-use": Case("demo --listen 127.0.0.1:{busy} --duration 30s", (1,), "--listen"),
