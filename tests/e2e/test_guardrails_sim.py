@@ -6,7 +6,9 @@
   `oversized_prompt: hang` the check fails and SloguardOversizedPromptMishandled reaches Slack; `truncate`
   is named as such.
 - engine guardrails: with the prefix-hit and draft-acceptance knobs turned down, the prefix-cache and
-  speculative-decoding alerts reach Slack with their values.
+  speculative-decoding alerts reach Slack with their values; with 5x slower steps at a light load, the GPU
+  activity of the simulator's dcgm-exporter page (a per-target `dcgm_url`) is busy while nothing waits, and
+  SloguardBusyGPUEmptyQueue reaches Slack (at the normal speed it does not: measured, not asserted here).
 Verdicts are read from sloguard's own series; no wall-clock thresholds beyond generous watch timeouts.
 """
 
@@ -145,5 +147,27 @@ def test_stage_budget_alert_reaches_its_owner(tmp_path: Path, slack: SlackDouble
             assert "SLO chat stage ttft: p95 is" in text and "(owner inference-team)" in text
             evidence = metric_value(metrics(daemon), "sloguard_stage_budget_evidence_ratio", sel)
             assert evidence is not None and evidence > 1.0
+        finally:
+            daemon.stop()
+
+
+def test_busy_gpu_empty_queue_from_the_simulators_dcgm_page_reaches_slack(tmp_path: Path, slack: SlackDouble) -> None:
+    """GPU activity from a per-target dcgm-exporter source (the simulator's page): long steps at a light load keep
+    the GPU busy (few requests, each 5x slower) while nothing waits, the seed's "batching misconfiguration"."""
+    with simulator(tmp_path, extra=("--background-rps", "1")) as sim:
+        assert http_post(f"{sim.url}/sim/faults", {"latency_multiplier": 5.0})[0] == 200
+        guard = f"{{busy_gpu_empty_queue: {{window: 1m, for: 2s}}}}\n    dcgm_url: {sim.url}/dcgm/metrics"
+        alert = "SloguardBusyGPUEmptyQueue"
+        text = config(sim, free_port(), tmp_path / "state", slack, "  []\n", [alert], guard).replace(
+            "probes:\n  []\n", "probes: []\n")
+        daemon = start_daemon(tmp_path, text)
+        try:
+            wait_until(lambda: bool(firing(slack, alert)), 90, f"{alert} in Slack")
+            page = metrics(daemon)
+            activity = metric_value(page, "sloguard_server_gpu_activity_ratio", {"target": "sim"})
+            assert activity is not None and activity >= 0.9
+            share = metric_value(page, "sloguard_guardrail_value", {"guardrail": "busy_gpu_empty_queue"})
+            assert share is not None and share >= 0.9
+            assert "sim" in firing(slack, alert)[0]
         finally:
             daemon.stop()
