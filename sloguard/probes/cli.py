@@ -22,6 +22,7 @@ from sloguard.model import ProbeResult
 from sloguard.probes.history import to_row
 from sloguard.probes.job import ProbeJob, jobs_from_config
 from sloguard.probes.worker import run_once
+from sloguard.traces.record import finalise
 
 # column header -> (ProbeResult field, scale, format); times shown in milliseconds
 COLUMNS: tuple[tuple[str, str, float, str], ...] = (
@@ -90,6 +91,8 @@ def main(argv: list[str]) -> int:
 
 
 def _print(results: Sequence[ProbeResult], as_json: bool) -> None:
+    # In-band records get their stages here as in the daemon, so both print the same request the same way.
+    results = [finalise(r)[0] if r.record else r for r in results]
     if as_json:
         for r in results:
             print(json.dumps(to_row(r), sort_keys=True), flush=True)
