@@ -61,6 +61,10 @@ async def handle(request: web.Request, api: wire.Api) -> web.StreamResponse:
         if params.stream:
             return await _stream(request, sim, params, req, queue, midstream, headers)
         return await _collect(sim, params, req, queue, headers)
+    except ConnectionResetError:
+        # The client hung up between two writes (before aiohttp cancelled the handler): a disconnect, not a
+        # server error; `release` below cancels the request (or leaks it under `leak_on_cancel`).
+        return web.Response(status=499)
     finally:
         unhappy.release(sim, req)
         if sim.tracer is not None and req.finished == req.finish_reason:
