@@ -34,6 +34,7 @@ from sloguard.notify import Notifier
 from sloguard.persistence import Persistence
 from sloguard.probes import jobs_from_config
 from sloguard.probes.feed import ProbeFeed
+from sloguard.reports.service import ReleaseReports
 from sloguard.slo.engine import SLOEngine
 from sloguard.slo.model import slos_from_config
 from sloguard.sources.base import Source, SourceOutput
@@ -103,6 +104,7 @@ class Daemon:
         self.probes.start()
         # Restored alerts whose series are not collected yet are held, not resolved (no re-page on restart).
         self.alerting = Alerting(cfg, self.persist, self.clock, secrets.notifiers, startup_grace=startup_grace(cfg))
+        self.reports = self._release_reports(cfg)
         self.runner = SourceRunner(self.snapshot, self._on_output, self.clock)
         self.sources = sources
         self.runner.start(list(sources.values()))
@@ -112,7 +114,8 @@ class Daemon:
             "slos": lambda: self.slo.api_json(self.statuses),
             "probes": self.probes.history.snapshot,
             "alerts": self.alerting.debug_json,
-        }, degraded=self.persist.degraded)
+            "releases": self.reports.api_json,
+        }, degraded=self.persist.degraded, results=self._results)
         self.statuses: list[Any] = []
         self.http, self.port = await start_server(ep, web_config, self.listen_override or cfg.listen)
         for coro in (self._loop(self.cfg.evaluation_interval, self.evaluate, first=0.5),
@@ -130,6 +133,20 @@ class Daemon:
         if isinstance(out.payload, ServerView):
             self.server_windows.add(out.payload)
             self.buckets.check(out.payload, self.slo.slos)
+        self.reports.on_output(out.payload, self.clock.now())
+
+    def _release_reports(self, cfg: Config) -> ReleaseReports:
+        """Release identities, boundaries and the automatic before/after reports (sloguard.reports)."""
+        from sloguard.reports.storeslice import count
+
+        return ReleaseReports(cfg, self.config_path, self.persist, self.alerting, self.clock.now(),
+                              lambda rid, target, t0, t1: count(self.cfg.state_dir, rid, target, t0, t1))
+
+    def _results(self, spec: str) -> Any:
+        """Stream a store slice as JSON lines for `sloguard report --daemon` (DataError for a bad slice)."""
+        from sloguard.reports.storeslice import stream
+
+        return stream(self.cfg.state_dir, spec)
 
     async def _loop(self, interval: float, step: Any, first: float | None = None) -> None:
         await asyncio.sleep(interval if first is None else first)
@@ -166,7 +183,7 @@ class Daemon:
 
     def drain_probes(self) -> None:
         """Move probe results into the SLO windows, then hand them to the store (which may fail: they wait)."""
-        results = self.records.finalise(self.probes.drain(supervise=not self.stopping.is_set()))
+        results = self.reports.stamp(self.records.finalise(self.probes.drain(supervise=not self.stopping.is_set())))
         if results:
             self.slo.add_probe_results(results)
         self.persist.add_probe_results(results)  # never raises for the store; retries a failed one
@@ -183,6 +200,8 @@ class Daemon:
         self.snapshot.put("probes", self.probes.metrics.families(now))
         self.snapshot.put("traces", self.records.families())
         self.snapshot.put("store", self.persist.families())  # before the rules: SloguardStoreDown reads it
+        self.reports.tick(now)
+        self.snapshot.put("releases", self.reports.families())
         self.alerting.evaluate(self.snapshot.samples(), now)
         self.snapshot.put("alerts", self.alerting.families(now))
         self.eval_seconds = time.perf_counter() - start
@@ -237,6 +256,7 @@ class Daemon:
         self.sources = sources
         self.probes.update(jobs)
         self.records.reconfigure(cfg, slos)
+        self.reports.reconfigure(cfg, self.config_path, self.clock.now())
         self.slo.reconfigure(slos, self.persist.history(self.clock.now() - history_horizon(slos)))
         self.server_windows.reconfigure({t.name for t in cfg.targets}, server_horizon(slos), self.clock.now())
         self.cfg = cfg
@@ -257,6 +277,8 @@ class Daemon:
             self.persist.add_probe_results(held)
         with contextlib.suppress(Exception):
             await self.records.stop()
+        with contextlib.suppress(Exception):
+            await self.reports.close()
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -88,3 +88,4 @@ class ProbeResult:
     prefill_s: float | None = None
     server_decode_s: float | None = None
     itls_s: tuple[float, ...] = ()
+    release: str = ""  # the target's release identity when this result was taken (sloguard.reports.identity)

@@ -111,13 +111,11 @@ class Store:
             self.conn.close()
 
 
-_OK = PROBE_COLUMNS.index("ok")
-if tuple(f.name for f in fields(ProbeResult))[-1] != "itls_s":  # _result builds ProbeResults positionally
-    raise ImportError("ProbeResult.itls_s must stay the last field")
-
-
 def _result(row: Sequence[Any]) -> ProbeResult:
-    return ProbeResult(*row[:_OK], bool(row[_OK]), *row[_OK + 1 :])  # type: ignore[call-arg]
+    """Build a ProbeResult from a row of PROBE_COLUMNS by name (fields may be added anywhere in the class)."""
+    values = dict(zip(PROBE_COLUMNS, row, strict=True))
+    values["ok"] = bool(values["ok"])
+    return ProbeResult(**values)
 
 
 def probe_row(r: ProbeResult) -> tuple[Any, ...]:

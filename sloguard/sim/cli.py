@@ -8,7 +8,7 @@ import signal
 import sys
 
 from sloguard.sim.server import start
-from sloguard.sim.simulator import DEFAULT_BACKGROUND_RPS, DEFAULT_MODEL
+from sloguard.sim.simulator import DEFAULT_BACKGROUND_RPS, DEFAULT_ENGINE_VERSION, DEFAULT_MODEL
 
 
 def _listen(value: str) -> tuple[str, int]:
@@ -34,6 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--enable-per-request-metrics", action="store_true",
                     help="vLLM's per-request `metrics` object (queue, prefill, generation ms) in the usage chunk")
     ap.add_argument("--otlp-schedule-delay-ms", type=int, default=200, help="span batch delay (vLLM: 5000)")
+    ap.add_argument("--engine-version", default=None,
+                    help=f"what GET /version answers (default {DEFAULT_ENGINE_VERSION}): a release identity")
     return ap
 
 
@@ -44,7 +46,8 @@ async def serve(args: argparse.Namespace) -> int:
                                 background_rps=args.background_rps, time_scale=args.time_scale,
                                 otlp_traces_endpoint=args.otlp_traces_endpoint,
                                 otlp_schedule_delay_ms=args.otlp_schedule_delay_ms,
-                                per_request_metrics=args.enable_per_request_metrics)
+                                per_request_metrics=args.enable_per_request_metrics,
+                                engine_version=args.engine_version)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -15,7 +15,7 @@ from sloguard.sim import completion
 from sloguard.sim.completion import SIM_KEY, error_response
 from sloguard.sim.faults import garbage_body
 from sloguard.sim.model import LatencyProfile
-from sloguard.sim.simulator import DEFAULT_BACKGROUND_RPS, DEFAULT_MODEL, Simulator
+from sloguard.sim.simulator import DEFAULT_BACKGROUND_RPS, DEFAULT_ENGINE_VERSION, DEFAULT_MODEL, Simulator
 from sloguard.sim.wire import MAX_MODEL_LEN
 
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -35,6 +35,11 @@ async def _models(request: web.Request) -> web.Response:
     card = {"id": sim.model, "object": "model", "created": sim.created, "owned_by": "vllm", "root": sim.model,
             "parent": None, "max_model_len": MAX_MODEL_LEN}
     return web.json_response({"object": "list", "data": [card]})
+
+
+async def _version(request: web.Request) -> web.Response:
+    """vLLM's `GET /version` (what sloguard reads as the engine version of a release)."""
+    return web.json_response({"version": request.app[SIM_KEY].engine_version})
 
 
 async def _health(request: web.Request) -> web.Response:
@@ -94,6 +99,7 @@ def build_app(sim: Simulator) -> web.Application:
     app.add_routes([
         web.post("/v1/chat/completions", _chat), web.post("/v1/completions", _completions),
         web.get("/v1/models", _models), web.get("/health", _health), web.get("/metrics", _metrics),
+        web.get("/version", _version),
         web.get("/sim/profile", _profile), web.get("/sim/faults", _faults), web.post("/sim/faults", _faults),
         web.delete("/sim/faults", _faults), web.get("/sim/requests/{rid}", _request),
     ])
@@ -107,9 +113,11 @@ def make_simulator(seed: int = 0, **opts: Any) -> Simulator:
     scale = float(opts.pop("time_scale", 1.0))
     endpoint, delay_ms = opts.pop("otlp_traces_endpoint", None), int(opts.pop("otlp_schedule_delay_ms", 200))
     inband = bool(opts.pop("per_request_metrics", False))
+    version = str(opts.pop("engine_version", None) or DEFAULT_ENGINE_VERSION)
     profile = LatencyProfile(**{k: v for k, v in opts.items() if v is not None}).scaled(scale)
     sim = Simulator(seed=seed, model=model, profile=profile, background_rps=rps)
     sim.per_request_metrics = inband
+    sim.engine_version = version
     if endpoint:
         from sloguard.sim.tracing import SimTracer
 

@@ -19,6 +19,7 @@ from sloguard.sim.wire import GenParams
 DEFAULT_MODEL = "sim-llama-3-8b"
 REQUEST_LOG_SIZE = 10_000
 DEFAULT_BACKGROUND_RPS = 2.0
+DEFAULT_ENGINE_VERSION = "0.11.0+sim"
 
 
 class Simulator:
@@ -45,6 +46,7 @@ class Simulator:
         self._log: OrderedDict[str, SimRequest] = OrderedDict()
         self.tracer: Any = None  # sim.tracing.SimTracer when spans are exported (`--otlp-traces-endpoint`)
         self.per_request_metrics = False  # vLLM's --enable-per-request-metrics: `metrics` in the usage chunk
+        self.engine_version = DEFAULT_ENGINE_VERSION  # what GET /version answers
 
     @staticmethod
     def _now() -> float:
