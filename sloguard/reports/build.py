@@ -65,16 +65,24 @@ def _quantile(values: np.ndarray, q: float) -> float | None:
     return float(np.quantile(v, q, method="inverted_cdf"))
 
 
-def objectives(base: Side, cand: Side) -> list[dict[str, Any]]:
-    """Return each SLO objective with both sides' values and whether each meets it."""
+def _from_cells(cells: list[Cell], metric: str, pct: float, role: str) -> float | None:
+    cell = next((c for c in cells if c.metric == metric and c.stat == f"p{pct:g}" and c.scope == "overall"), None)
+    return None if cell is None else (cell.base if role == "baseline" else cell.cand)
+
+
+def objectives(base: Side, cand: Side, cells: list[Cell]) -> list[dict[str, Any]]:
+    """Return each SLO objective with both sides' values (each side's own data) and whether each meets it.
+
+    Prometheus inputs have no per-request values: their overall quantile cells (bucket resolution) serve.
+    """
     out = []
     for slo in base.slos:
         for o in slo.get("objectives") or []:
-            metric, pct, thr = o.get("metric"), float(o.get("percentile", 0)), float(o.get("threshold_s", 0))
+            metric, pct, thr = str(o.get("metric")), float(o.get("percentile", 0)), float(o.get("threshold_s", 0))
             row: dict[str, Any] = {"slo": slo.get("name"), "what": f"p{pct:g} {metric}", "threshold": thr}
             for role, side in (("baseline", base), ("candidate", cand)):
-                col = side.requests.latency.get(str(metric)) if side.requests is not None else None
-                value = None if col is None else _quantile(col, pct / 100)
+                col = side.requests.latency.get(metric) if side.requests is not None else None
+                value = _from_cells(cells, metric, pct, role) if col is None else _quantile(col, pct / 100)
                 row[role] = {"value": _num(value), "censored": value is not None and math.isinf(value),
                              "met": None if value is None else value <= thr}
             out.append(row)
@@ -155,7 +163,7 @@ def document(base: Side, cand: Side, cells: list[Cell], settings: Settings, warn
                      "quantiles": list(settings.quantiles)},
         "counts": {v: sum(1 for c in cells if c.family and c.verdict == v) for v in ORDER},
         "cells": [c.as_json() for c in cells],
-        "objectives": objectives(base, cand), "distributions": distributions(base, cand),
+        "objectives": objectives(base, cand, cells), "distributions": distributions(base, cand),
         "stages": stage_breakdown(base, cand), "loads": loads(base, cand), "max_load": max_load(base, cand),
         "bottlenecks": bottlenecks or {"available": False,
                                        "reason": "the diagnosis rules (sloguard.diagnose) are not part of this build"},

@@ -109,7 +109,8 @@ def _verdict(c: Cell, alpha: float) -> Cell:
         return replace(c, verdict="improvement")
     if -c.threshold <= lo and hi <= c.threshold:
         return replace(c, verdict="no significant change")
-    more = needed(max(c.n_base, c.n_cand), (hi - lo) / 2.0, c.threshold - min(abs(worse), c.threshold / 2.0))
+    # to settle it the interval must shrink until it clears the threshold on the side the estimate is on
+    more = needed(max(c.n_base, c.n_cand), (hi - lo) / 2.0, max(abs(abs(worse) - c.threshold), c.threshold / 2.0))
     reason = (f"the interval {_pct(c, c.ci[0])} … {_pct(c, c.ci[1])} still holds changes beyond "
               f"±{_pct(c, c.threshold, signed=False)}")
     if more:

@@ -13,7 +13,7 @@ from sloguard.reports.data import DataError, Side
 
 MIN_SUCCESSES = 20
 REFUSE_KEYS = ("api", "max_tokens", "ignore_eos", "prompt_mix", "dataset", "behaviours", "load_kind")
-WARN_KEYS = ("seed", "probes", "prompt_buckets")
+WARN_KEYS = ("probes", "prompt_buckets")  # different seeds draw the same mix: not worth a warning
 
 
 def _show(value: Any) -> str:
@@ -33,8 +33,8 @@ def check(base: Side, cand: Side, allow_mismatch: bool = False) -> list[str]:
     if base.kind != cand.kind:
         raise DataError(f"the baseline is a {base.kind} input ({base.spec}) and the candidate a {cand.kind} input "
                         f"({cand.spec}): compare like with like (bench with bench, store with store, prom with prom)")
-    _enough(base)
-    _enough(cand)
+    _enough(base, base.successes(), "successful ")
+    _enough(cand, cand.count(), "")  # failures are data (censored latencies, error rate): any outcome counts
     warnings = differences(base.workload, cand.workload, WARN_KEYS)
     refused = differences(base.workload, cand.workload, REFUSE_KEYS)
     levels_b, levels_c = {s.label for s in base.stages}, {s.label for s in cand.stages}
@@ -56,8 +56,9 @@ def check(base: Side, cand: Side, allow_mismatch: bool = False) -> list[str]:
     return warnings
 
 
-def _enough(side: Side) -> None:
-    ok = side.successes()
-    if ok < MIN_SUCCESSES:
-        raise DataError(f"{side.role} {side.spec}: {ok} successful request(s) of {side.count()}; a comparison needs "
-                        f"at least {MIN_SUCCESSES} per side (p50 needs 10 values, p95 100, p99 500 to be judged)")
+def _enough(side: Side, have: int, what: str) -> None:
+    """The baseline is the reference: it needs successes; the candidate needs requests, failed or not."""
+    if have < MIN_SUCCESSES:
+        raise DataError(f"{side.role} {side.spec}: {have} {what}request(s) of {side.count()}; a comparison needs at "
+                        f"least {MIN_SUCCESSES} {what}requests in the {side.role} (p50 needs 10 values per side, "
+                        "p95 100, p99 500 to be judged)")

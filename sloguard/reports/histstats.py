@@ -17,7 +17,7 @@ from dataclasses import replace
 import numpy as np
 
 from sloguard.reports.cells import Cell, judge, with_change
-from sloguard.reports.data import Histograms, Side
+from sloguard.reports.data import DataError, Histograms, Side
 from sloguard.reports.regression import Settings
 from sloguard.reports.stats import change, log_ratio
 
@@ -120,6 +120,11 @@ def compare_histograms(base: Side, cand: Side, st: Settings) -> list[Cell]:
     """Return every cell two Prometheus sides support, judged as one family."""
     hb, hc = base.histograms, cand.histograms
     assert hb is not None and hc is not None
+    for metric in set(hb.bounds) & set(hc.bounds):
+        if not np.array_equal(hb.bounds[metric], hc.bounds[metric]):
+            raise DataError(f"sloguard_probe_{metric}_seconds has different buckets in the baseline "
+                            f"({hb.bounds[metric].tolist()}) and the candidate ({hc.bounds[metric].tolist()}): "
+                            "quantiles at different resolutions are not compared")
     cells: list[Cell] = []
     buckets = sorted(set().union(*(hb.counts.get(m, {}).keys() for m in METRICS)))
     for metric in METRICS:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from sloguard import __version__
 from sloguard.reports.data import DataError, Side
 from sloguard.reports.regression import Settings
 
@@ -19,6 +22,7 @@ class Context:
     daemon: str | None = None
     slos: list[dict[str, Any]] | None = None
     secrets: list[str] = field(default_factory=list)
+    config_sha256: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Context:
@@ -36,6 +40,7 @@ class Context:
             except ConfigError as exc:
                 raise DataError(f"{args.config}: invalid configuration: {'; '.join(exc.errors)}") from None
             ctx.slos = [slo_json(s) for s in slos_from_config(cfg) if s.source == "probe"]
+            ctx.config_sha256 = file_digest(args.config)
             ctx.state_dir = ctx.state_dir or cfg.state_dir
             ctx.secrets = [*secrets.targets.values(), *secrets.notifiers.values()]
         return ctx
@@ -57,16 +62,25 @@ class Context:
         return out
 
 
+def file_digest(path: str) -> str:
+    """Return the SHA-256 of a file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def load_side(spec: str, role: str, ctx: Context) -> Side:
     """Return the side a spec names; DataError says what is wrong with it."""
-    if spec.startswith("store:"):
-        from sloguard.reports.storeslice import read_store
+    if spec.startswith(("store:", "prom:")):
+        if spec.startswith("store:"):
+            from sloguard.reports.storeslice import read_store
 
-        return read_store(spec, role, ctx.state_dir, ctx.daemon)
-    if spec.startswith("prom:"):
-        from sloguard.reports.prom import read_prom
+            side = read_store(spec, role, ctx.state_dir, ctx.daemon)
+        else:
+            from sloguard.reports.prom import read_prom
 
-        return read_prom(spec, role, ctx.slos)
+            side = read_prom(spec, role, ctx.slos)
+        # production data: this sloguard read it, judged against the config given (if any)
+        side.environment = {"sloguard_version": __version__, "config_sha256": ctx.config_sha256, **side.environment}
+        return side
     from sloguard.reports.bench import read_bench
 
     return read_bench(spec, role)

@@ -98,7 +98,8 @@ class ReleaseReports:
                 await proc.wait()
                 raise RuntimeError(f"the report took longer than {TIMEOUT_S:g}s") from None
             if proc.returncode not in (0, 1):
-                raise RuntimeError(err.decode(errors="replace").strip().splitlines()[-1:] or "no output")
+                lines = err.decode(errors="replace").strip().splitlines()
+                raise RuntimeError(lines[-1] if lines else f"sloguard report exited {proc.returncode}")
             doc = json.loads((out / "report.json").read_text(encoding="utf-8"))
         except asyncio.CancelledError:
             raise

@@ -90,6 +90,9 @@ def query(conn: sqlite3.Connection, filters: dict[str, str], span: tuple[float, 
         if key in COLUMNS:
             where.append(f"{COLUMNS[key]} = ?")
             args.append(value)
+    if ident_terms and not known:
+        raise DataError("this store holds no release identities (written before sloguard recorded them, or no "
+                        "target's identity was read yet): select by time instead, store:FROM..TO")
     if ident_terms:
         ids = [rid for rid, ident in known.items() if all(_matches(ident, k, v) for k, v in ident_terms.items())]
         if not ids:
