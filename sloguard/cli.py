@@ -54,9 +54,24 @@ def _cmd_check(args: argparse.Namespace) -> int:
     print(f"{args.config}: ok ({len(cfg.targets)} targets, {len(cfg.probes)} probes, {len(cfg.slos)} SLOs, "
           f"{len(cfg.alerts)} alerts, {len(cfg.notifiers)} notifiers)")
     print(state_line)
+    _print_detection(cfg)
     if not args.online or secrets is None:
         return 0
-    return max(_check_targets_online(cfg, secrets.targets), _check_records_online(cfg))
+    return max(_check_listen_online(cfg.listen), _check_targets_online(cfg, secrets.targets),
+               _check_records_online(cfg))
+
+
+def _check_listen_online(listen: str) -> int:
+    """Bind the listen address as `run` would; print the outcome; 1 if it cannot be bound."""
+    from sloguard.exporter.listen import ListenError, check_listen
+
+    try:
+        check_listen(listen)
+    except ListenError as exc:
+        print(f"listen: {exc} (expected if this is the running sloguard's address)")
+        return 1
+    print(f"listen: {listen}: free")
+    return 0
 
 
 def _check_targets_online(cfg: Config, api_keys: dict[str, str]) -> int:
@@ -80,13 +95,23 @@ def _check_records_online(cfg: Config) -> int:
     return 0 if all(ok for _, ok, _ in rows) else 1
 
 
-def _cmd_config(args: argparse.Namespace) -> int:
+def _print_detection(cfg: object) -> None:
+    """Print what each SLO's burn alerts can detect at the configured probe rate, and warnings to stderr."""
     from sloguard.config.spec import Config
+    from sloguard.slo.detection import report
 
-    schema = Config.model_json_schema(by_alias=True)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "sloguard configuration (version: sloguard/v1)"
-    print(json.dumps(schema, indent=2, sort_keys=True))
+    assert isinstance(cfg, Config)
+    lines, warnings = report(cfg)
+    for line in lines:
+        print(line)
+    for line in warnings:
+        print(line, file=sys.stderr)
+
+
+def _cmd_config(args: argparse.Namespace) -> int:
+    from sloguard.config.schema import config_schema
+
+    print(json.dumps(config_schema(), indent=2, sort_keys=True))
     return 0
 
 
@@ -146,5 +171,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return fn(args)
 
 
+def entry() -> int:
+    """The console script and `python -m sloguard`: main() behind the process guard (no tracebacks)."""
+    from sloguard.guard import run_guarded
+
+    return run_guarded(main)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

@@ -24,6 +24,7 @@ from sloguard.components import (
 )
 from sloguard.config.load import ConfigError, load_config
 from sloguard.config.spec import Config
+from sloguard.exporter.listen import ListenError
 from sloguard.exporter.selfmetrics import SelfState, self_families
 from sloguard.exporter.server import Endpoints, start_server
 from sloguard.exporter.snapshot import Snapshot
@@ -89,6 +90,16 @@ class Daemon:
         secrets, sources = self._build(cfg)
         self.cfg = cfg
         self.persist = Persistence(prepare(cfg.state_dir), self.clock, cfg.probe_settings.store_backlog)
+        # Listen before anything starts (probe process, schedules): a busy or forbidden address is one line and
+        # exit 2, with nothing to clean up. Providers are looked up per request, after start() has finished.
+        ep = Endpoints(self.snapshot, self.reload, lambda: self.evaluated, {
+            "slos": lambda: self.slo.api_json(self.statuses),
+            "probes": lambda: self.probes.history.snapshot(),
+            "alerts": lambda: self.alerting.debug_json(),
+            "releases": lambda: self.reports.api_json(),
+        }, degraded=self.persist.degraded,
+            query_providers={"probes": lambda query: self.probes.history.page(query)}, results=self._results)
+        self.http, self.port = await start_server(ep, web_config, self.listen_override or cfg.listen)
         slos = slos_from_config(cfg)
         self.slo = SLOEngine(slos, self.clock)
         # Streamed from the store (batches ordered by ts), so 28 days of results never sit in memory at once.
@@ -110,14 +121,7 @@ class Daemon:
         self.runner.start(list(sources.values()))
         self.reload_ts = self.clock.now()
         self._publish_self()
-        ep = Endpoints(self.snapshot, self.reload, lambda: self.evaluated, {
-            "slos": lambda: self.slo.api_json(self.statuses),
-            "probes": self.probes.history.snapshot,
-            "alerts": self.alerting.debug_json,
-            "releases": self.reports.api_json,
-        }, degraded=self.persist.degraded, results=self._results)
         self.statuses: list[Any] = []
-        self.http, self.port = await start_server(ep, web_config, self.listen_override or cfg.listen)
         for coro in (self._loop(self.cfg.evaluation_interval, self.evaluate, first=0.5),
                      self._loop(DRAIN_INTERVAL, self.drain_probes),
                      self._loop(PRUNE_INTERVAL, self._prune),
@@ -306,6 +310,11 @@ async def serve(config_path: str, web_config_path: str | None = None, listen: st
         return 2
     except StateDirError as exc:
         print(f"sloguard: {exc}", file=sys.stderr)
+        return 2
+    except ListenError as exc:
+        fix = ("pass another --web.listen-address HOST:PORT" if listen
+               else f"change `listen:` in {config_path} or pass --web.listen-address HOST:PORT")
+        print(f"sloguard: {exc}; {fix}", file=sys.stderr)
         return 2
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(daemon.reload()))

@@ -15,6 +15,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from sloguard.config.units import parse_duration
+from sloguard.slo.status import render_status
+
 DEMO_CONFIG = """\
 version: sloguard/v1
 listen: "{listen}"
@@ -83,8 +86,9 @@ def _get_json(url: str) -> Any:
         return json.loads(resp.read())
 
 
-def _wait_http(url: str, deadline: float) -> bool:
-    while time.monotonic() < deadline:
+def _wait_http(url: str, deadline: float, proc: subprocess.Popen[bytes]) -> bool:
+    """Poll url until it answers 200; give up at the deadline or as soon as `proc` has exited."""
+    while time.monotonic() < deadline and proc.poll() is None:
         try:
             with urllib.request.urlopen(url, timeout=1) as resp:
                 if resp.status == 200:
@@ -94,44 +98,27 @@ def _wait_http(url: str, deadline: float) -> bool:
     return False
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v * 1000:.0f}ms" if v < 10 else f"{v:.1f}s"
-    return "no data" if v is None else str(v)
+def duration_arg(text: str) -> float:
+    """Parse --duration: seconds (`60`) or a config-style duration (`90s`, `1m`, `1h30m`)."""
+    try:
+        value = float(text)
+    except ValueError:
+        try:
+            value = parse_duration(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return value
 
 
-def _at(items: list[dict[str, Any]], window: str) -> list[dict[str, Any]]:
-    return [i for i in items if i.get("window") == window and not i.get("segment")]
-
-
-def _slo_lines(slo: dict[str, Any], window: str = "5m") -> list[str]:
-    lines = [f"SLO {slo.get('name')} ({slo.get('source')}, target {slo.get('target')}), 5m window:"]
-    for o in _at(slo.get("objectives", []), window):
-        ok = o.get("compliant")
-        mark = "no data" if ok is None else ("OK" if ok else "BREACH")
-        lines.append(f"  {mark:8} p{o.get('percentile'):g} {o.get('metric'):5} {_fmt(o.get('value')):>8}"
-                     f"  (objective {_fmt(o.get('threshold'))})")
-    for w in _at(slo.get("windows", []), window):
-        if w.get("goodput_ratio") is not None:
-            lines.append(f"  goodput {w['goodput_ratio']:.1%} (target {slo.get('goodput_target')}), "
-                         f"{w.get('requests'):.0f} requests, burn rate {w.get('burn_rate') or 0:.2f}x")
-    for s in _at(slo.get("stages", []), window):
-        if s.get("budget") is not None and s.get("p95") is not None:
-            lines.append(f"  stage {s['stage']:8} p95 {_fmt(s['p95']):>8} of budget {_fmt(s['budget'])}"
-                         + (" (estimate)" if s.get("estimate") else ""))
-    budget = slo.get("error_budget_remaining")
-    if budget is not None:
-        lines.append(f"  error budget remaining ({slo.get('window')}): {budget:.1%}")
-    if slo.get("worst_stage"):
-        lines.append(f"  most over budget: {slo['worst_stage']}")
-    return lines
-
-
-def render_status(api: Any) -> str:
-    """Render /api/v1/slos as a few terminal lines per SLO (the 5m window, all prompt buckets)."""
-    slos = api.get("slos", []) if isinstance(api, dict) else []
-    lines = [line for slo in slos for line in _slo_lines(slo)]
-    return "\n".join(lines) or "(waiting for the first evaluation)"
+def fault_help(sim_url: str) -> str:
+    """Return the lines the demo prints first: the simulator's URL and ready-to-copy fault commands."""
+    return (f"simulator: {sim_url}\n"
+            "inject a fault from another shell (then watch the SLO lines below move):\n"
+            f"  curl -XPOST {sim_url}/sim/faults -d '{{\"latency_multiplier\": 4}}'\n"
+            f"  curl -XDELETE {sim_url}/sim/faults      # back to normal\n"
+            "  other faults: stall_first_token_s, error_rate, hang, garbage_metrics, network_delay_s\n")
 
 
 def _status_loop(base: str, duration: float, daemon: subprocess.Popen[bytes], stop: dict[str, bool]) -> None:
@@ -155,20 +142,28 @@ def _stop_all(*procs: subprocess.Popen[bytes]) -> None:
             proc.kill()
 
 
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="sloguard demo", description="Run the simulator and the daemon and show "
+                                 "live SLO status until --duration elapses or Ctrl-C.")
+    ap.add_argument("--duration", type=duration_arg, default=0.0,
+                    help="how long to run: seconds or a duration such as 90s, 1m, 1h (0 = until Ctrl-C)")
+    ap.add_argument("--listen", default="127.0.0.1:9478", help="daemon listen address (default 127.0.0.1:9478)")
+    ap.add_argument("--sim-port", type=int, default=0, help="simulator port on 127.0.0.1 (default: a free one)")
+    ap.add_argument("--state-dir", default="", help="default: a temporary directory, removed at the end")
+    return ap
+
+
 def main(argv: list[str]) -> int:
     """Run the demo until --duration elapses or Ctrl-C; return 0 when both processes ran."""
-    ap = argparse.ArgumentParser(prog="sloguard demo")
-    ap.add_argument("--duration", type=float, default=0, help="seconds to run (0 = until Ctrl-C)")
-    ap.add_argument("--listen", default="127.0.0.1:9478", help="daemon listen address")
-    ap.add_argument("--sim-port", type=int, default=0)
-    ap.add_argument("--state-dir", default="", help="default: a temporary directory")
-    args = ap.parse_args(argv)
+    args = _parser().parse_args(argv)
     sim_port = args.sim_port or free_port()
+    sim_url = f"http://127.0.0.1:{sim_port}"
     state = Path(args.state_dir or tempfile.mkdtemp(prefix="sloguard-demo-"))
     temporary = not args.state_dir
     state.mkdir(parents=True, exist_ok=True)
     cfg_path = state / "demo.yaml"
     cfg_path.write_text(demo_config(sim_port, args.listen, str(state)))
+    print(fault_help(sim_url), flush=True)
     py = sys.executable
     sim = subprocess.Popen([py, "-m", "sloguard", "sim", "--listen", f"127.0.0.1:{sim_port}", "--seed", "1"],
                            stdout=subprocess.DEVNULL)
@@ -179,11 +174,15 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, lambda *_: stop.update(now=True))
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
     try:
-        if not _wait_http(f"{base}/-/healthy", time.monotonic() + 30):
-            print("sloguard demo: the daemon did not come up; see the log above", file=sys.stderr)
+        if not _wait_http(f"{sim_url}/v1/models", time.monotonic() + 30, sim):
+            print(f"sloguard demo: the simulator did not come up on {sim_url} (port in use? pick another with "
+                  "--sim-port)", file=sys.stderr)
             return 1
-        print(f"\nsimulator: http://127.0.0.1:{sim_port}  (faults: POST /sim/faults)\n"
-              f"sloguard:  {base}/metrics  {base}/api/v1/slos  {base}/debug/probes\n"
+        if not _wait_http(f"{base}/-/healthy", time.monotonic() + 30, daemon):
+            print(f"sloguard demo: the daemon did not come up on {args.listen}; see its error above "
+                  "(pick another address with --listen)", file=sys.stderr)
+            return 1
+        print(f"sloguard:  {base}/  (status page)  {base}/metrics  {base}/api/v1/slos\n"
               f"config:    {cfg_path}\n", flush=True)
         _status_loop(base, args.duration, daemon, stop)
         return 0 if daemon.poll() is None else 1

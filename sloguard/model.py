@@ -87,5 +87,12 @@ class ProbeResult:
     queue_s: float | None = None
     prefill_s: float | None = None
     server_decode_s: float | None = None
-    itls_s: tuple[float, ...] = ()
+    elapsed_s: float | None = None  # t0 to when the request ended (success, timeout, reset or error)
     release: str = ""  # the target's release identity when this result was taken (sloguard.reports.identity)
+    # Live only (never stored, kept last): this request's per-token ITL gaps counted per histogram bucket
+    # (sloguard.probes.timing.ITL_BUCKETS, +Inf last) and their sum; bounded whatever the stream's length.
+    itl_counts: tuple[int, ...] = ()
+    itl_sum_s: float = 0.0
+
+
+LIVE_ONLY_FIELDS = frozenset({"itl_counts", "itl_sum_s"})  # ProbeResult fields the store and JSON rows omit

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from sloguard.clock import Clock, SystemClock
-from sloguard.model import ProbeResult
+from sloguard.model import LIVE_ONLY_FIELDS, ProbeResult
 
-# Every ProbeResult field but the per-token ITL list, which only feeds the live histograms.
-PROBE_COLUMNS = tuple(f.name for f in fields(ProbeResult) if f.name != "itls_s")
+# Every ProbeResult field but the per-request ITL bucket counts, which only feed the live histograms.
+PROBE_COLUMNS = tuple(f.name for f in fields(ProbeResult) if f.name not in LIVE_ONLY_FIELDS)
 _DEFAULTS = {f.name: f.default for f in fields(ProbeResult)}
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS probe_results ({", ".join(PROBE_COLUMNS)});
@@ -111,11 +111,13 @@ class Store:
             self.conn.close()
 
 
+_OK = PROBE_COLUMNS.index("ok")
+if any(f.name in LIVE_ONLY_FIELDS for f in fields(ProbeResult)[: len(PROBE_COLUMNS)]):  # _result is positional
+    raise ImportError("ProbeResult's live-only fields must stay the last fields")
+
+
 def _result(row: Sequence[Any]) -> ProbeResult:
-    """Build a ProbeResult from a row of PROBE_COLUMNS by name (fields may be added anywhere in the class)."""
-    values = dict(zip(PROBE_COLUMNS, row, strict=True))
-    values["ok"] = bool(values["ok"])
-    return ProbeResult(**values)
+    return ProbeResult(*row[:_OK], bool(row[_OK]), *row[_OK + 1 :])  # type: ignore[call-arg]
 
 
 def probe_row(r: ProbeResult) -> tuple[Any, ...]:

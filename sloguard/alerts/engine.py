@@ -9,7 +9,9 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from sloguard.alerts.expr import Matcher
 from sloguard.alerts.rules import Rule, render
+from sloguard.alerts.template import Lookup
 from sloguard.model import Sample
 
 Labels = tuple[tuple[str, str], ...]
@@ -92,13 +94,21 @@ def present(rule: Rule, index: Mapping[str, list[Sample]]) -> set[Labels]:
     return {_labels_of(rule, {}, selected[0][0].value)} if all(selected) else set()
 
 
-def _annotate(rule: Rule, labels: Labels, value: float) -> Labels:
+def _lookup(index: Mapping[str, list[Sample]]) -> Lookup:
+    """Return the template `query` of one series: the first evaluated sample the selector matches."""
+    def find(metric: str, matchers: tuple[Matcher, ...]) -> float | None:
+        return next((s.value for s in index.get(metric, ()) if all(m.matches(s.labels) for m in matchers)), None)
+    return find
+
+
+def _annotate(rule: Rule, labels: Labels, value: float, lookup: Lookup | None = None) -> Labels:
     lab = dict(labels)
-    return tuple(sorted((k, render(v, lab, value)) for k, v in rule.annotations.items()))
+    return tuple(sorted((k, render(v, lab, value, lookup)) for k, v in rule.annotations.items()))
 
 
-def _step_true(rule: Rule, old: Alert | None, labels: Labels, value: float, now: float) -> Alert:
-    ann = _annotate(rule, labels, value)
+def _step_true(rule: Rule, old: Alert | None, labels: Labels, value: float, now: float,
+               lookup: Lookup | None = None) -> Alert:
+    ann = _annotate(rule, labels, value, lookup)
     a = old or Alert(rule.key, labels, ann, "pending", now, value)
     a = replace(a, annotations=ann, value=value, keep_since=None)
     if a.state == "pending" and now - a.active_at >= rule.for_:
@@ -119,7 +129,7 @@ def _step_rule(rule: Rule, mine: dict[Labels, Alert], index: Mapping[str, list[S
                hold: Collection[str], out: dict[str, Alert], events: list[Transition]) -> None:
     for labels, value in instances(rule, index).items():
         old = mine.pop(labels, None)
-        new = _step_true(rule, old, labels, value, now)
+        new = _step_true(rule, old, labels, value, now, _lookup(index))
         if new.state == "firing" and (old is None or old.state == "pending"):
             events.append(Transition("firing", new))
         out[new.fingerprint] = new

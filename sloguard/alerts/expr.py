@@ -143,3 +143,14 @@ def parse_expr(text: str) -> Expr:
         raise ExprError(f"unexpected {text[sc.pos:sc.pos + 12]!r}: only `metric{{...}} OP number` is supported",
                         sc.pos + 1)
     return Expr(metric, matchers, op, threshold)
+
+
+def parse_selector(text: str) -> tuple[str, tuple[Matcher, ...]]:
+    """Parse `metric{matchers}` alone; raise ExprError on anything else."""
+    sc = _Scanner(text)
+    metric = sc.take(_NAME, "a metric name").group(0)
+    matchers = _matchers(sc)
+    sc.skip()
+    if sc.pos < len(text):
+        raise ExprError(f"unexpected {text[sc.pos:sc.pos + 12]!r} after the selector", sc.pos + 1)
+    return metric, matchers

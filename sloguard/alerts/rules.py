@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from sloguard.alerts.expr import Expr, ExprError, parse_expr
+from sloguard.alerts.template import render
 from sloguard.config.spec import AlertSpec, Config
 from sloguard.config.units import format_duration
 from sloguard.gpu.alerts import GPU_ALERTS
-from sloguard.slo.burnrate import BURN_WINDOWS, BurnWindow
-from sloguard.slo.model import SLO, budget_objective, slos_from_config
+from sloguard.slo.burnrate import FALSE_PER_30D, BurnRule, BurnWindow, Z, plan
+from sloguard.slo.model import SLO, Indicator, indicators, slos_from_config
 
-__all__ = ["BUILTIN_ALERTS", "BURN_ALERT", "ExprError", "Rule", "burn_rules", "parse_expr", "rules_from_config"]
+__all__ = ["BUILTIN_ALERTS", "BURN_ALERT", "ExprError", "Rule", "burn_rules", "parse_expr", "render",
+           "rules_from_config"]
 
 BURN_ALERT = "SloguardErrorBudgetBurn"
 UNDELIVERED_METRIC = "sloguard_notifications_undelivered"
@@ -102,34 +103,68 @@ def builtin_rules(probe_intervals: Mapping[str, float] | None = None) -> tuple[R
     return tuple(out)
 
 
-def burn_annotations(slo: SLO, bw: BurnWindow) -> Mapping[str, str]:
-    """Return the annotations of one burn-rate alert (shared with the rule generator)."""
-    objective = budget_objective(slo)
-    long_w, short_w = format_duration(bw.long), format_duration(bw.short)
+def _budget_query(slo: SLO, ind: Indicator, family: str, scale: str = "") -> str:
+    matchers = ",".join(f"{k}='{v}'" for k, v in {"slo": slo.name, **ind.labels()}.items())
+    return f'{{{{ with query "sloguard_slo_{family}{{{matchers}}}{scale}" }}}}'
+
+
+def _budget_name(ind: Indicator) -> str:
+    return ind.sli if ind.metric is None else f"{ind.sli} ({ind.metric} p{ind.percentile:g})"
+
+
+def burn_annotations(slo: SLO, ind: Indicator, rule: BurnRule) -> Mapping[str, str]:
+    """Return the annotations of one burn-rate alert (shared with the rule generator).
+
+    The summary reads e.g. "SLO ux latency budget burning 62x (page at 14.4x over 5m and 1m); 91.38% of the
+    1d budget left (2h 0m 0s of data)": observed long-window burn, the row's threshold and windows, and the
+    budget left and data coverage read from sloguard's own series (sloguard.alerts.template).
+    """
+    bw = rule.window
+    long_w, short_w, window = format_duration(bw.long), format_duration(bw.short), format_duration(slo.window)
+    evidence = (f"at least {rule.min_bad} of the {long_w} window's requests are bad (healthy operation at the "
+                f"objective gets there < {FALSE_PER_30D:g} times in 30 days)" if rule.min_bad is not None else
+                f"the {long_w} window's bad requests are significant (z {Z:.3g} against the objective)")
+    left = (_budget_query(slo, ind, "error_budget_remaining_ratio")
+            + "{{ . | first | value | humanizePercentage }}{{ end }}")
+    data = (_budget_query(slo, ind, "window_coverage_ratio", f" * {slo.window:.10g}")
+            + "{{ . | first | value | humanizeDuration }}{{ end }}")
     return _m(
-        summary=f"SLO {slo.name} is burning its error budget {bw.factor(slo.window):.3g}x too fast "
-                f"({long_w}/{short_w})",
-        description=f'burn rate {{{{ $value | printf "%.1f" }}}}x over {long_w}; objective {objective * 100:.10g}% '
-                    f"over {format_duration(slo.window)}",
-        objective=repr(float(objective)), runbook_url=slo.runbook_url, dashboard_url=slo.dashboard_url)
+        summary=f'SLO {slo.name} {_budget_name(ind)} budget burning {{{{ $value | printf "%.3g" }}}}x '
+                f"({bw.severity} at {bw.factor:g}x over {long_w} and {short_w}); {left} of the {window} budget "
+                f"left ({data} of data)",
+        description=f"objective {ind.objective * 100:.10g}% over {window}; fires when both windows burn faster "
+                    f"than {bw.factor:g}x and {evidence}",
+        objective=repr(float(ind.objective)), runbook_url=slo.runbook_url, dashboard_url=slo.dashboard_url)
 
 
-def burn_labels(slo: SLO, bw: BurnWindow) -> Mapping[str, str]:
+def burn_labels(slo: SLO, ind: Indicator, bw: BurnWindow) -> Mapping[str, str]:
     """Return the labels of one burn-rate alert (shared with the rule generator)."""
-    return _m(severity=bw.severity, slo=slo.name, long_window=format_duration(bw.long),
+    return _m(severity=bw.severity, slo=slo.name, **ind.labels(), long_window=format_duration(bw.long),
               short_window=format_duration(bw.short))
 
 
+def burn_plans(slo: SLO) -> list[tuple[Indicator, BurnRule]]:
+    """Return every (budget, row) both alerting paths emit for an SLO: rows that can mean something."""
+    return [(ind, rule) for ind in indicators(slo) for rule in plan(slo.window, ind.objective, slo.probe_rate)
+            if rule.alertable]
+
+
+def _selector(family: str, slo: SLO, ind: Indicator, window: float) -> str:
+    labels = {"slo": slo.name, **{"metric": "", "percentile": ""}, **ind.labels(), "window": format_duration(window)}
+    return f"sloguard_slo_{family}{{{','.join(f'{k}={json.dumps(v)}' for k, v in labels.items())}}}"
+
+
 def burn_rules(slo: SLO) -> tuple[Rule, ...]:
-    """Return one rule per BURN_WINDOWS row: long and short window burn rates both above the factor."""
+    """Return one rule per alertable (budget, row): both burns above the factor and the long window's evidence."""
     out = []
-    for bw in BURN_WINDOWS:
-        f = bw.factor(slo.window)
-        exprs = tuple(parse_expr(f'sloguard_slo_burn_rate{{slo="{slo.name}",window="{format_duration(w)}"}} > {f!r}')
-                      for w in (bw.long, bw.short))
-        labels = burn_labels(slo, bw)
-        out.append(Rule(BURN_ALERT, exprs, labels=labels, annotations=burn_annotations(slo, bw),
-                        key=f"{BURN_ALERT}:{slo.name}:{labels['long_window']}:{labels['short_window']}"))
+    for ind, rule in burn_plans(slo):
+        bw = rule.window
+        exprs = (parse_expr(f"{_selector('burn_rate', slo, ind, bw.long)} > {bw.factor!r}"),
+                 parse_expr(f"{_selector('burn_rate', slo, ind, bw.short)} > {bw.factor!r}"),
+                 parse_expr(f"{_selector('burn_evidence_ratio', slo, ind, bw.long)} >= 1"))
+        labels = burn_labels(slo, ind, bw)
+        key = ":".join([BURN_ALERT, slo.name, *ind.labels().values(), labels["long_window"], labels["short_window"]])
+        out.append(Rule(BURN_ALERT, exprs, labels=labels, annotations=burn_annotations(slo, ind, rule), key=key))
     return tuple(out)
 
 
@@ -146,18 +181,3 @@ def rules_from_config(cfg: Config) -> tuple[Rule, ...]:
     for slo in slos_from_config(cfg):
         rules.extend(burn_rules(slo))
     return tuple(rules)
-
-
-_PRINTF = r'(?:\s*\|\s*printf\s+"(%[-+ #0]*\d*(?:\.\d+)?[fgeGE])")?'
-_TEMPLATE = re.compile(r"\{\{\s*\$(?:labels\.([a-zA-Z_][a-zA-Z0-9_]*)|value" + _PRINTF + r")\s*\}\}")
-
-
-def _expand(m: re.Match[str], labels: Mapping[str, str], value: float) -> str:
-    if m.group(1):
-        return labels.get(m.group(1), "")
-    return m.group(2) % value if m.group(2) else f"{value:g}"
-
-
-def render(template: str, labels: Mapping[str, str], value: float) -> str:
-    """Expand `{{ $labels.x }}`, `{{ $value }}` and `{{ $value | printf "%.2f" }}` as Prometheus would."""
-    return _TEMPLATE.sub(lambda m: _expand(m, labels, value), template)

@@ -11,6 +11,7 @@ from sloguard.config.spec import Config
 from sloguard.config.units import format_duration
 
 Check = Callable[[Config], Iterable[str]]
+MAX_OBJECTIVES = 14  # one flag bit each in the probe windows (sloguard.windows.probe)
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,18 @@ def check_slos(cfg: Config) -> Iterable[str]:
                     yield f"slos[{i}].objectives[{j}].metric: {o.metric} is only known server-side (source: server)"
 
 
+def check_percentiles(cfg: Config) -> Iterable[str]:
+    """A percentile is 0..100 exclusive; 0 < p <= 1 is a quantile written where a percentile belongs."""
+    for i, s in valid(cfg.slos):
+        for j, o in enumerate(s.objectives):
+            if o.percentile <= 1:
+                hint = f"did you mean {o.percentile * 100:g}?" if o.percentile < 1 else "did you mean 99?"
+                yield (f"slos[{i}].objectives[{j}].percentile: {o.percentile:g} is a percentile in (0, 100), "
+                       f"not a quantile: {hint}")
+        if s.source == "probe" and len(s.objectives) > MAX_OBJECTIVES:
+            yield f"slos[{i}].objectives: at most {MAX_OBJECTIVES} objectives per probe SLO"
+
+
 def check_retention(cfg: Config) -> Iterable[str]:
     """Stored probe results rebuild probe SLO windows on start, so they must cover the longest window."""
     longest = max((s.error_budget_window for _, s in valid(cfg.slos) if s.source == "probe"), default=0.0)
@@ -139,16 +152,20 @@ def check_processes(cfg: Config) -> Iterable[str]:
 
 
 def check_alert_exprs(cfg: Config) -> Iterable[str]:
-    """Alert expressions must be in the supported PromQL subset, so they also work verbatim in Prometheus."""
-    try:
-        from sloguard.alerts.rules import parse_expr
-    except ImportError:  # alerting not built in this tree yet
-        return
+    """Alert expressions must be in the supported PromQL subset, so they also work verbatim in Prometheus,
+    and may only select label values sloguard exports (a typo would make an alert that can never fire)."""
+    from sloguard.alerts.rules import parse_expr
+    from sloguard.config.labels import known_values, unknown_values
+
+    known: dict[str, set[str]] | None = None
     for i, a in valid(cfg.alerts):
         try:
-            parse_expr(a.expr)
+            expr = parse_expr(a.expr)
         except ValueError as exc:
             yield f"alerts[{i}].expr: {exc}"
+            continue
+        known = known or known_values(cfg)
+        yield from (f"alerts[{i}].expr: {line}" for line in unknown_values(expr.metric, expr.matchers, known))
 
 
 def check_server_records(cfg: Config) -> Iterable[str]:
@@ -161,8 +178,8 @@ def check_server_records(cfg: Config) -> Iterable[str]:
 
 
 CHECKS: tuple[Check, ...] = (
-    check_unique_names, check_references, check_timeouts, check_slos, check_retention, check_notifiers,
-    check_processes, check_alert_exprs, check_server_records,
+    check_unique_names, check_references, check_timeouts, check_slos, check_percentiles, check_retention,
+    check_notifiers, check_processes, check_alert_exprs, check_server_records,
 )
 
 

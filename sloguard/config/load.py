@@ -20,6 +20,7 @@ from sloguard.config.spec import (
     SLOSpec,
     TargetSpec,
 )
+from sloguard.config.suggest import did_you_mean, number_hint
 
 # Discriminator tags pydantic inserts into error locations of tagged unions; they are not config keys.
 _UNION_TAGS = frozenset({"slack", "alertmanager", "webhook", "log", "console"})
@@ -81,6 +82,8 @@ def _message(err: Any) -> str:
     }
     if kind in simple:
         return simple[kind].format(**ctx)
+    if (hint := number_hint(err)) is not None:
+        return hint
     if kind == "literal_error":
         return f"must be one of {ctx.get('expected')}, got {err.get('input')!r}"
     if kind == "union_tag_invalid":
@@ -96,7 +99,7 @@ def errors_from_validation(exc: ValidationError) -> list[str]:
     for err in exc.errors():
         loc = tuple(err["loc"])
         if err["type"] == "extra_forbidden" and loc:
-            lines.append(f"{format_path(loc)}: unknown key")
+            lines.append(f"{format_path(loc)}: unknown key{did_you_mean(Config, loc)}")
             continue
         lines.append(f"{format_path(loc)}: {_message(err)}")
     return lines

@@ -97,6 +97,10 @@ class ProbeSpec(Strict):
     max_tokens: int = Field(default=64, gt=0)
     ignore_eos: bool = False
     prompts: list[PromptSpec] = Field(default_factory=lambda: [PromptSpec(tokens=64)], min_length=1)
+    max_events: int | None = Field(
+        default=None, gt=0, le=100_000,
+        description="SSE events one response may send before it fails as an event flood (default 4 x max_tokens + 64)",
+    )
 
 
 class ProbeSettings(Strict):

@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
 from sloguard import __version__
+from sloguard.exporter import landing
+from sloguard.exporter.listen import describe
+from sloguard.exporter.listen import parse_listen as parse_listen  # re-exported (traces/receiver.py)
 from sloguard.exporter.snapshot import Snapshot
 from sloguard.exporter.webconfig import WebConfig
 
@@ -19,14 +22,7 @@ log = logging.getLogger("sloguard.exporter")
 CONTENT_TYPE_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 CONTENT_TYPE_OM = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 JSONProvider = Callable[[], Any]
-
-_LANDING = """<!doctype html><html><head><title>sloguard</title></head><body>
-<h1>sloguard {version}</h1><p>LLM inference latency SLOs.</p><ul>
-<li><a href="metrics">/metrics</a></li><li><a href="api/v1/slos">/api/v1/slos</a></li>
-<li><a href="debug/probes">/debug/probes</a></li><li><a href="debug/alerts">/debug/alerts</a></li>
-<li><a href="-/healthy">/-/healthy</a></li><li><a href="-/ready">/-/ready</a></li></ul></body></html>
-"""
-
+QueryProvider = Callable[[Mapping[str, str]], Any]  # gets the query string; ValueError -> 400
 
 @dataclass
 class Endpoints:
@@ -38,6 +34,7 @@ class Endpoints:
     json_providers: dict[str, JSONProvider] = field(default_factory=dict)
     # Why the daemon runs degraded ("" when it does not): /-/ready stays 200 and says so (see README).
     degraded: Callable[[], str] = field(default=lambda: "")
+    query_providers: dict[str, QueryProvider] = field(default_factory=dict)  # paginated ones (/debug/probes)
     # A store slice as JSON lines for `sloguard report --daemon` (sloguard.reports.storeslice.stream).
     results: Callable[[str], Iterable[str]] | None = None
 
@@ -86,7 +83,8 @@ class _Handlers:
         return web.Response(status=500, text="config reload failed: old config still active; see the log\n")
 
     async def landing(self, _: web.Request) -> web.Response:
-        return web.Response(text=_LANDING.format(version=__version__), content_type="text/html")
+        data = landing.gather(__version__, self.ep.ready(), self.ep.json_providers, self.ep.snapshot.samples())
+        return web.Response(text=landing.render(data), content_type="text/html", charset="utf-8")
 
     async def results(self, request: web.Request) -> web.StreamResponse:
         """Stream `?slice=store:...` as JSON lines; 400 with the reason for a bad slice."""
@@ -106,11 +104,19 @@ class _Handlers:
         return resp
 
     def provider(self, name: str) -> Callable[[web.Request], Awaitable[web.Response]]:
-        async def handler(_: web.Request) -> web.Response:
+        async def handler(request: web.Request) -> web.Response:
+            paged = self.ep.query_providers.get(name)
             fn = self.ep.json_providers.get(name)
-            if fn is None:
-                return web.json_response({"error": f"{name} not enabled"}, status=404)
-            return web.Response(text=json.dumps(fn(), default=str, indent=1), content_type="application/json")
+            try:
+                if paged is not None:
+                    body = paged(request.query)
+                elif fn is not None:
+                    body = fn()
+                else:
+                    return web.json_response({"error": f"{name} not enabled"}, status=404)
+            except ValueError as exc:
+                return web.json_response({"error": str(exc)}, status=400)
+            return web.Response(text=json.dumps(body, default=str, indent=1), content_type="application/json")
         return handler
 
 
@@ -131,20 +137,17 @@ def build_app(ep: Endpoints, web_config: WebConfig) -> web.Application:
     return app
 
 
-def parse_listen(listen: str) -> tuple[str, int]:
-    """Split `host:port` (`:9478` means all interfaces, `[::1]:9478` IPv6)."""
-    host, _, port = listen.rpartition(":")
-    host = host.strip("[]") or "0.0.0.0"
-    return host, int(port)
-
-
 async def start_server(ep: Endpoints, web_config: WebConfig, listen: str) -> tuple[web.AppRunner, int]:
-    """Start serving; return the runner and the bound port (port 0 picks a free one)."""
+    """Start serving; return the runner and the bound port (port 0 picks a free one); raise ListenError."""
+    host, port = parse_listen(listen)
     runner = web.AppRunner(build_app(ep, web_config), access_log=None, handle_signals=False)
     await runner.setup()
-    host, port = parse_listen(listen)
     site = web.TCPSite(runner, host, port, ssl_context=web_config.ssl_context, reuse_address=True)
-    await site.start()
+    try:
+        await site.start()
+    except OSError as exc:  # in use, permission, no such interface: one line, not a traceback
+        await runner.cleanup()
+        raise describe(listen, exc) from None
     sockets = getattr(site._server, "sockets", None) or []
     bound = sockets[0].getsockname()[1] if sockets else port
     return runner, int(bound)

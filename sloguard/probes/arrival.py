@@ -13,12 +13,20 @@ reader later cuts what it reads at those byte offsets, so every piece carries th
 delivered it, however many reads one `readany()` joins. Bytes the hook did not see (an aiohttp change,
 or a whole response parsed and released inside one read) fall back to the resume stamp and are counted;
 tests/unit/probes/test_probe_arrival.py fails if the hook stops covering body bytes.
+
+The same hook keeps what aiohttp loses or never says (aiohttp 3.14): the status line it saw (aiohttp drops a
+parsed head when later bytes of the same read are malformed), the error a connection ended with (a reset),
+and it wakes the body reader when the parser fails mid-body (the C parser closes the connection without
+failing the body, so a read would wait for the timeout). Reads on probe connections are capped at
+READ_SIZE bytes, which bounds the parsing one read costs the loop (a 256 KiB read of tiny chunks: ~8 ms).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import aiohttp
@@ -26,16 +34,24 @@ import aiohttp
 Clock = Callable[[], int]
 Mark = tuple[int, int]  # (arrival stamp ns, body bytes received up to and including that read)
 _ATTR = "_sloguard_arrivals"
+READ_SIZE = 16 * 1024  # bytes per socket read on a probe connection (asyncio's default: 256 KiB)
 
 
 class Arrivals:
-    """Per-connection log of reads: `marks` for the body of the response being received."""
+    """Per-connection log of reads: `marks` for the body being received, the last status line, how it ended."""
 
-    __slots__ = ("marks", "payload")
+    __slots__ = ("lost", "marks", "payload", "status")
 
     def __init__(self) -> None:
         self.payload: object | None = None
         self.marks: list[Mark] = []
+        self.status: int | None = None  # from the raw status line of the latest response head
+        self.lost: BaseException | None = None  # the error the connection ended with (None: clean or open)
+
+    @property
+    def body_bytes(self) -> int:
+        """Return the body bytes of the current response received so far."""
+        return self.marks[-1][1] if self.marks else 0
 
     def record(self, t_ns: int, current: Any) -> None:
         """Log `(t_ns, body bytes so far)` after a read; a new StreamReader starts a new list."""
@@ -47,20 +63,77 @@ class Arrivals:
 
 
 def install(protocol: Any, clock: Clock = time.perf_counter_ns) -> Arrivals:
-    """Wrap `protocol.data_received` once to stamp each read before parsing; return its log."""
+    """Wrap `protocol.data_received` (and `connection_lost`) once: stamp each read before parsing; return its log."""
     found = vars(protocol).get(_ATTR)
     if isinstance(found, Arrivals):
         return found
-    log, inner = Arrivals(), protocol.data_received
+    log, inner, inner_lost = Arrivals(), protocol.data_received, protocol.connection_lost
+    transport: Any = getattr(protocol, "transport", None)
+    if isinstance(getattr(transport, "max_size", None), int):  # plain TCP transports (not TLS)
+        transport.max_size = READ_SIZE
 
     def data_received(data: bytes) -> None:
         t_ns = clock()
+        before = getattr(protocol, "_payload", None)
+        if (before is None or before.is_eof()) and data[:5] == b"HTTP/":
+            log.status = _status(data)
         inner(data)
         log.record(t_ns, getattr(protocol, "_payload", None))
+        if before is not None and not before.is_eof():
+            _fail_body(before, protocol)
+
+    def connection_lost(exc: BaseException | None) -> None:
+        log.lost = exc
+        inner_lost(exc)
 
     protocol.data_received = data_received
+    protocol.connection_lost = connection_lost
     setattr(protocol, _ATTR, log)
     return log
+
+
+def reset_status(protocol: Any) -> None:
+    """Forget the last status line of a connection about to carry a new request."""
+    found = vars(protocol).get(_ATTR) if protocol is not None else None
+    if isinstance(found, Arrivals):
+        found.status, found.lost = None, None
+
+
+def _status(data: bytes) -> int | None:
+    code = data[9:12]
+    return int(code) if code.isdigit() else None
+
+
+def _fail_body(payload: Any, protocol: Any) -> None:
+    """Fail a body the parser gave up on (the protocol holds the error): its reader wakes at once."""
+    failed = protocol.exception() if hasattr(protocol, "exception") else None
+    if failed is not None and payload.exception() is None:
+        exc = aiohttp.ClientPayloadError(f"malformed body: {failed}")
+        exc.__cause__ = failed
+        payload.set_exception(exc)
+
+
+class Capture:
+    """Which connection log served the request running in this task (set by StampedResponse.start)."""
+
+    __slots__ = ("log",)
+
+    def __init__(self) -> None:
+        self.log: Arrivals | None = None
+
+
+_capture: ContextVar[Capture | None] = ContextVar("sloguard_arrivals_capture", default=None)
+
+
+@contextmanager
+def capturing() -> Iterator[Capture]:
+    """Collect the connection log of the request made inside this block (even when its head fails)."""
+    cap = Capture()
+    token = _capture.set(cap)
+    try:
+        yield cap
+    finally:
+        _capture.reset(token)
 
 
 class StampedResponse(aiohttp.ClientResponse):
@@ -72,6 +145,8 @@ class StampedResponse(aiohttp.ClientResponse):
     async def start(self, connection: aiohttp.connector.Connection) -> aiohttp.ClientResponse:
         """Install the hook before any response byte is parsed, then keep this body's marks."""
         log = install(connection.protocol, type(self).clock) if connection.protocol is not None else None
+        if (cap := _capture.get()) is not None:
+            cap.log = log
         resp = await super().start(connection)
         if log is not None and log.payload is self.content:
             self.marks = log.marks

@@ -1,11 +1,18 @@
-"""`sloguard probe -c FILE [--probe NAME] --once [--json]`: run each configured probe once and print it."""
+"""`sloguard probe -c FILE [--probe NAME] [--once] [--json]`: run the configured probes and print each request.
+
+With --once every probe runs one request; without it, rounds repeat every probe's interval (the shortest of
+the selected probes) until Ctrl-C, like a foreground daemon without SLOs.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import signal
 import sys
+import time
 from collections.abc import Sequence
 
 from sloguard.config.load import ConfigError, load_config
@@ -31,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sloguard probe", description=__doc__)
     p.add_argument("-c", "--config", required=True, help="sloguard config file")
     p.add_argument("--probe", action="append", help="only this probe (repeatable)")
-    p.add_argument("--once", action="store_true", help="run each probe once (the only mode)")
+    p.add_argument("--once", action="store_true", help="run each probe once and exit (default: repeat until Ctrl-C)")
     p.add_argument("--json", action="store_true", help="print one JSON object per request")
     return p
 
@@ -63,9 +70,6 @@ def table(results: Sequence[ProbeResult]) -> str:
 def main(argv: list[str]) -> int:
     """Run the probes; exit 0 if all succeeded, 1 if any failed, 2 on usage or configuration errors."""
     args = _parser().parse_args(argv)
-    if not args.once:
-        print("sloguard probe: only --once is supported (the daemon runs probes continuously)", file=sys.stderr)
-        return 2
     try:
         jobs = _jobs(load_config(args.config), args.probe)
     except ConfigError as exc:
@@ -77,10 +81,43 @@ def main(argv: list[str]) -> int:
     if not jobs:
         print("no matching probes configured", file=sys.stderr)
         return 2
-    results = asyncio.run(run_once(jobs))
-    if args.json:
+    if args.once:
+        results = asyncio.run(run_once(jobs))
+        _print(results, args.json)
+        return 0 if all(r.ok for r in results) else 1
+    return _repeat(jobs, args.json)
+
+
+def _print(results: Sequence[ProbeResult], as_json: bool) -> None:
+    if as_json:
         for r in results:
-            print(json.dumps(to_row(r), sort_keys=True))
+            print(json.dumps(to_row(r), sort_keys=True), flush=True)
     else:
-        print(table(results))
-    return 0 if all(r.ok for r in results) else 1
+        print(table(results), flush=True)
+
+
+def _repeat(jobs: Sequence[ProbeJob], as_json: bool) -> int:
+    """Run rounds until Ctrl-C or SIGTERM; return 0 if every request succeeded, else 1."""
+    interval = min(j.interval for j in jobs)
+    failed = False
+    if not as_json:
+        print(f"probing {len(jobs)} probe(s) every {interval:g}s until Ctrl-C", file=sys.stderr, flush=True)
+
+    async def rounds() -> None:
+        nonlocal failed
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
+        while not stop.is_set():
+            start = loop.time()
+            results = await run_once(jobs)
+            failed = failed or not all(r.ok for r in results)
+            if not as_json:
+                print(time.strftime("%H:%M:%S"))
+            _print(results, as_json)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), max(0.0, interval - (loop.time() - start)))
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(rounds())
+    return 1 if failed else 0

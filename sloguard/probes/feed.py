@@ -43,7 +43,7 @@ class ProbeFeed:
         results = self.worker.drain()
         if supervise:
             self._supervise()
-        self.metrics.set_overhead(self.worker.overhead_seconds)
+        self.metrics.set_overhead(self.worker.overhead_seconds, self.worker.stall_seconds)
         for r in results:
             self.metrics.observe(r)
             self.history.add(r)

@@ -12,6 +12,11 @@ if TYPE_CHECKING:  # the probe process unpickles jobs without importing pydantic
 LONG_BUCKET = "long"
 
 
+def default_max_events(max_tokens: int) -> int:
+    """Return the event cap for a probe: engines send at most about one event per token, plus a few others."""
+    return 4 * max_tokens + 64
+
+
 @dataclass(frozen=True)
 class ProbeJob:
     """Everything one probe needs to send requests; `api_key` is hidden from repr."""
@@ -28,6 +33,7 @@ class ProbeJob:
     prompts: tuple[tuple[int, float], ...] = ((64, 1.0),)
     prompt_buckets: tuple[tuple[str, int], ...] = (("short", 256), ("medium", 2048))
     api_key: str | None = field(default=None, repr=False)
+    max_events: int = 1_000_000  # more events in one response end it as an event flood
 
 
 def jobs_from_config(cfg: Config, secrets: Mapping[str, str]) -> list[ProbeJob]:
@@ -65,4 +71,5 @@ def _job(
         prompts=tuple((p.tokens, p.weight) for p in spec.prompts),
         prompt_buckets=buckets,
         api_key=secrets.get(spec.target),
+        max_events=spec.max_events or default_max_events(spec.max_tokens),
     )

@@ -17,17 +17,19 @@ from prometheus_client.metrics_core import (
 from prometheus_client.samples import Exemplar
 
 from sloguard.model import ProbeResult
+from sloguard.probes.outcome import outcome
+from sloguard.probes.timing import ITL_BUCKETS
+from sloguard.windows.probe import censored_metrics
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0,
                    3.0, 5.0, 7.5, 10.0, 20.0, 30.0, 60.0)
-TOKEN_BUCKETS = (0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1,
-                 0.15, 0.2, 0.3, 0.5, 1.0, 2.5)
+TOKEN_BUCKETS = ITL_BUCKETS
 
-# metric name suffix -> (ProbeResult field, buckets, help); "itls_s" observes every per-token gap
+# metric name suffix -> (ProbeResult field, buckets, help); "itl" adds the request's per-token bucket counts
 HISTOGRAMS: dict[str, tuple[str, tuple[float, ...], str]] = {
     "ttft": ("ttft_s", LATENCY_BUCKETS, "Probe time to first token (content or reasoning), from t0."),
     "ttfot": ("ttfot_s", LATENCY_BUCKETS, "Probe time to first non-reasoning output token, from t0."),
-    "itl": ("itls_s", TOKEN_BUCKETS, "Probe per-token inter-token latency (gap / tokens in the event)."),
+    "itl": ("itl_counts", TOKEN_BUCKETS, "Probe per-token inter-token latency (gap / tokens in the event)."),
     "tpot": ("tpot_s", TOKEN_BUCKETS, "Probe time per output token: (E2E - TTFT) / (usage tokens - 1)."),
     "e2e": ("e2e_s", LATENCY_BUCKETS, "Probe end-to-end latency: t0 to the last token-bearing event."),
     "connect": ("connect_s", LATENCY_BUCKETS, "Probe TCP/TLS connection set-up (0 on a reused connection)."),
@@ -41,6 +43,11 @@ class _Hist:
     total: float = 0.0
     exemplars: dict[int, Exemplar] = field(default_factory=dict)
 
+    def censor(self, bound: float) -> None:
+        """Count a request that ended before the event, at more than `bound` s: +Inf bucket, bound into _sum."""
+        self.counts[-1] += 1
+        self.total += bound
+
     def observe(self, bounds: tuple[float, ...], value: float, trace_id: str, ts: float) -> None:
         i = bisect_left(bounds, value)  # le is inclusive: value == bound falls in that bucket
         self.counts[i] += 1
@@ -48,12 +55,11 @@ class _Hist:
         if trace_id:
             self.exemplars[i] = Exemplar({"trace_id": trace_id}, value, ts)
 
-
-def outcome(r: ProbeResult) -> str:
-    """Return 'success', 'timeout' or 'error'."""
-    if r.ok:
-        return "success"
-    return "timeout" if (r.error or "").startswith("timeout") else "error"
+    def add_counts(self, counts: tuple[int, ...], total: float) -> None:
+        """Add one request's per-bucket counts (a per-token histogram computed in the probe process)."""
+        for i, n in enumerate(counts[: len(self.counts)]):
+            self.counts[i] += n
+        self.total += total
 
 
 class ProbeMetrics:
@@ -68,6 +74,7 @@ class ProbeMetrics:
         self._probes: set[str] = set()
         self._configured: frozenset[str] | None = None  # None until expect(): accept every probe
         self._overhead: float | None = None
+        self._stall: float | None = None
         self._first: dict[str, float] = {}  # probe -> first request known (restored), the age's origin
 
     def expect(self, probes: Iterable[str]) -> None:
@@ -101,9 +108,10 @@ class ProbeMetrics:
             if last is not None:
                 self._last_success[probe] = max(last, self._last_success.get(probe, last))
 
-    def set_overhead(self, seconds: float) -> None:
-        """Record the probe process's measured timing overhead (see ProbeWorker.overhead_seconds)."""
+    def set_overhead(self, seconds: float, stall: float | None = None) -> None:
+        """Record the probe process's measured timing overhead and longest loop stall (ProbeWorker)."""
         self._overhead = seconds
+        self._stall = stall
 
     def observe(self, r: ProbeResult) -> None:
         """Count one result; observe its defined latencies into the histograms (unless its probe was removed)."""
@@ -120,17 +128,44 @@ class ProbeMetrics:
             done = r.ts + (r.e2e_s or 0.0)  # ts is when the request started; success is when it ended
             self._last_success[r.probe] = max(done, self._last_success.get(r.probe, 0.0))
             self._observe_latencies(r)
+        else:
+            self._observe_failed(r)
+
+    def _observe_failed(self, r: ProbeResult) -> None:
+        """Observe what a failed request reached; count it in +Inf where it ended before the metric's event.
+
+        Same rules as the SLO windows (sloguard.windows.probe.CENSORING): histogram_quantile then reads a
+        quantile that falls among such requests as the top finite bucket bound, never as a fast value.
+        """
+        labels = (r.probe, r.target, r.model, r.prompt_bucket)
+        cut = censored_metrics(r)
+        for name, (attr, bounds, _) in HISTOGRAMS.items():
+            value = getattr(r, attr)
+            reached = value is not None and value != () and name not in cut
+            if not reached and name not in cut:
+                continue
+            h = self._hists[name].setdefault(labels, _Hist([0] * (len(bounds) + 1)))
+            if name == "itl" and r.itl_counts:  # the gaps it saw are real gaps
+                h.add_counts(r.itl_counts, r.itl_sum_s)
+            elif reached:
+                h.observe(bounds, value, r.trace_id, r.ts)
+            if name in cut:
+                h.censor(cut[name])
 
     def _observe_latencies(self, r: ProbeResult) -> None:
         labels = (r.probe, r.target, r.model, r.prompt_bucket)
         for name, (attr, bounds, _) in HISTOGRAMS.items():
-            raw = getattr(r, attr)
-            values = raw if isinstance(raw, tuple) else (() if raw is None else (raw,))
-            if not values:
+            value = getattr(r, attr)
+            if value is None or value == ():  # undefined, or a request without per-token gaps
                 continue
             h = self._hists[name].setdefault(labels, _Hist([0] * (len(bounds) + 1)))
-            for v in values:
-                h.observe(bounds, v, r.trace_id, r.ts)
+            if name != "itl":
+                h.observe(bounds, value, r.trace_id, r.ts)
+                continue
+            h.add_counts(r.itl_counts, r.itl_sum_s)
+            for v in (r.itl_p50_s, r.itl_p99_s, r.itl_max_s):  # exemplars: exact per-token values of this request
+                if v is not None and r.trace_id:
+                    h.exemplars[bisect_left(bounds, v)] = Exemplar({"trace_id": r.trace_id}, v, r.ts)
 
     def families(self, now: float) -> list[Metric]:
         """Return all probe families; histograms carry {trace_id} exemplars (shown by OpenMetrics only)."""
@@ -140,8 +175,14 @@ class ProbeMetrics:
         if self._overhead is not None:
             out.append(GaugeMetricFamily(
                 "sloguard_probe_timing_overhead_seconds",
-                "Probe process timing error bar: p99 event-loop scheduling delay plus clock read cost, "
-                "measured by the probe process every 100 ms over the last minute.", value=self._overhead))
+                "Probe process timing error bar: the p99 wait a socket read has before the probe loop stamps it "
+                "(time-weighted over every busy period of the loop in the last minute) plus clock read cost.",
+                value=self._overhead))
+        if self._stall is not None:
+            out.append(GaugeMetricFamily(
+                "sloguard_probe_loop_stall_max_seconds",
+                "Longest time the probe process's loop ran without polling its sockets in the last minute "
+                "(a read arriving then is stamped that late).", value=self._stall))
         return out
 
     def _histogram(self, name: str) -> HistogramMetricFamily:

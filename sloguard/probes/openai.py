@@ -36,7 +36,11 @@ def _usage(obj: dict[str, Any]) -> tuple[int | None, int | None]:
     return output, prompt
 
 
-def _logprob_tokens(choice: dict[str, Any], key: str) -> int | None:
+def _stated_tokens(choice: dict[str, Any], key: str) -> int | None:
+    """Tokens an event states: vLLM's `token_ids` (return_token_ids), else the logprobs entries."""
+    ids = choice.get("token_ids")
+    if isinstance(ids, list):
+        return len(ids)
     lp = choice.get("logprobs")
     items = lp.get(key) if isinstance(lp, dict) else None
     return len(items) if isinstance(items, list) and items else None
@@ -47,7 +51,8 @@ def _decode(data: str, chat: bool) -> Chunk:
     err = error_text(obj)
     if err is not None:
         return Chunk(error=err)
-    content = reasoning = done = False
+    content = reasoning = step = False
+    finish = ""
     tokens: int | None = None
     chars = 0
     for choice in obj.get("choices") or ():
@@ -56,16 +61,20 @@ def _decode(data: str, chat: bool) -> Chunk:
             text, thought = _text(delta.get("content")), _text(delta.get("reasoning_content") or delta.get("reasoning"))
             content, reasoning = content or bool(text), reasoning or bool(thought)
             chars += len(text) + len(thought)
-            n = _logprob_tokens(choice, "content")
+            n = _stated_tokens(choice, "content")
+            opening = "role" in delta  # the role-only opening event is no generation step
         else:
-            text = _text(choice.get("text"))
+            text, thought = _text(choice.get("text")), ""
             content, chars = content or bool(text), chars + len(text)
-            n = _logprob_tokens(choice, "tokens")
+            n = _stated_tokens(choice, "tokens")
+            opening = False
         tokens = n if tokens is None else tokens + (n or 0)
-        done = done or bool(choice.get("finish_reason"))
+        finish = finish or _text(choice.get("finish_reason"))
+        step = step or not (text or thought or opening)
     output, prompt = _usage(obj)
-    return Chunk(content=content, reasoning=reasoning, tokens=tokens, output_tokens=output,
-                 prompt_tokens=prompt, done=done, chars=chars, record=inband_record(obj))
+    return Chunk(content=content, reasoning=reasoning, tokens=tokens, output_tokens=output, prompt_tokens=prompt,
+                 done=bool(finish), chars=chars, step=step and not (content or reasoning), finish=finish,
+                 record=inband_record(obj))
 
 
 def _text(value: Any) -> str:

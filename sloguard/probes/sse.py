@@ -6,6 +6,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 DONE = "[DONE]"
+MAX_LINE_BYTES = 1024 * 1024  # longer SSE lines are a protocol error (real events are < 10 KiB)
+
+
+class LineTooLong(ValueError):
+    """An SSE line grew beyond the splitter's limit without ending."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,26 +27,34 @@ class SSESplitter:
 
     Accepts `\\n`, `\\r\\n` and `\\r` line endings, skips comment lines (`:`), joins multi-line `data`
     with `\\n`, and ignores fields other than `data` and `event`. Events without data are not dispatched
-    (as the SSE spec says). Work is O(bytes): each byte is scanned once.
+    (as the SSE spec says). Work is O(bytes): each byte is scanned once, and an unfinished line is kept as a
+    list of reads (joined once it ends), so a long line costs O(its length), not O(length squared).
+    A line longer than `max_line` raises LineTooLong.
     """
 
-    def __init__(self) -> None:
-        self._buf = b""
+    def __init__(self, max_line: int = MAX_LINE_BYTES) -> None:
+        self._parts: list[bytes] = []  # an unfinished line, read by read
+        self._size = 0
         self._data: list[str] = []
         self._event = ""
         self._cr_pending = False
+        self._max = max_line
 
     @property
     def pending(self) -> bool:
         """Return True when bytes of an unfinished event are buffered (a truncated stream at EOF)."""
-        return bool(self._buf.strip()) or bool(self._data)
+        return any(p.strip() for p in self._parts) or bool(self._data)
 
     def feed(self, chunk: bytes, t_ns: int) -> list[SSEEvent]:
         """Consume one read and return the events it completed, stamped `t_ns`."""
         if self._cr_pending and chunk.startswith(b"\n"):
             chunk = chunk[1:]  # the `\n` of a `\r\n` split across two reads
         self._cr_pending = chunk.endswith(b"\r")
-        buf = self._buf + chunk
+        if _line_end(chunk, 0) < 0:
+            self._keep(chunk)
+            return []
+        buf = b"".join((*self._parts, chunk)) if self._parts else chunk
+        self._parts, self._size = [], 0
         out: list[SSEEvent] = []
         start = 0
         n = len(buf)
@@ -54,8 +67,15 @@ class SSESplitter:
             event = self._line(line, t_ns)
             if event is not None:
                 out.append(event)
-        self._buf = buf[start:]
+        self._keep(buf[start:])
         return out
+
+    def _keep(self, rest: bytes) -> None:
+        if rest:
+            self._parts.append(rest)
+            self._size += len(rest)
+            if self._size > self._max:
+                raise LineTooLong(f"event line longer than {self._max} bytes")
 
     def _line(self, raw: bytes, t_ns: int) -> SSEEvent | None:
         if not raw:

@@ -5,36 +5,46 @@ or `on_connection_reuseconn`), i.e. immediately before the request is written, s
 set-up, which is reported as `connect_s` (0 on a reused connection). Each socket read is stamped with
 `perf_counter_ns()` in the connection's `data_received`, before aiohttp parses it and before any coroutine
 resumes (see `arrival`); an event split across reads gets the stamp of the read that completed it.
-Events are split and decoded as they arrive (~10 us each), never in one block at the end of a stream:
-assembling 1024 events at once held the probe loop ~8 ms, delaying every other stream's stamps.
+Events are split and decoded as they arrive, in slices that yield to the loop (see `events`), never in one
+block at the end of a stream.
+
+Faults, each a failed request with its own message: redirects are never followed (`redirect 302 to URL`,
+credentials and query removed), a 200 that is not `text/event-stream` is `not an event stream (TYPE)`, a
+reset is `connection reset after N bytes`, a malformed chunk or head `protocol error: ...` at once, more
+events than the probe's `max_events` `event flood: ...`; the status code the server sent is kept throughout.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
+from aiohttp.http_exceptions import HttpProcessingError
 
 from sloguard.model import ProbeResult
-from sloguard.probes.arrival import Slicer, StampedResponse
+from sloguard.probes.arrival import Arrivals, Slicer, StampedResponse, capturing
+from sloguard.probes.connection import FreshConnector
+from sloguard.probes.events import Decoder, Events
 from sloguard.probes.job import ProbeJob
-from sloguard.probes.sse import DONE, SSESplitter
-from sloguard.probes.timing import Chunk, Summary, percentile, summarize
+from sloguard.probes.timing import Summary
 from sloguard.probes.workload import Prompt, traceparent
 from sloguard.traces.record import record_fields
 
 log = logging.getLogger("sloguard.probes")
 
-Decoder = Callable[[str], Chunk]
 MAX_BODY_BYTES = 16 * 1024 * 1024
+EVENT_STREAM = "text/event-stream"
 _USERINFO = re.compile(r"//[^/@\s]+@")
+__all__ = ["Decoder", "Events", "Fetched", "Stamps", "assemble", "fetch", "make_session", "run_stream"]
 
 
 @dataclass(slots=True)
@@ -62,13 +72,14 @@ async def _on_connection_ready(_s: aiohttp.ClientSession, ctx: SimpleNamespace, 
 
 
 def make_session() -> aiohttp.ClientSession:
-    """Return the probe session: trace hooks for t0/connect, arrival-stamped bodies, no pool limit."""
+    """Return the probe session: trace hooks for t0/connect, arrival-stamped bodies, no pool limit,
+    and a pool that never hands out a connection the server already closed."""
     trace = aiohttp.TraceConfig()
     trace.on_connection_create_start.append(_on_create_start)
     trace.on_connection_create_end.append(_on_connection_ready)
     trace.on_connection_reuseconn.append(_on_connection_ready)
     return aiohttp.ClientSession(
-        trace_configs=[trace], auto_decompress=False, connector=aiohttp.TCPConnector(limit=0),
+        trace_configs=[trace], auto_decompress=False, connector=FreshConnector(limit=0),
         response_class=StampedResponse,
     )
 
@@ -77,7 +88,8 @@ def make_session() -> aiohttp.ClientSession:
 class Fetched:
     """The raw outcome of one streaming request: status, stamps, stamped reads, transport error.
 
-    `late` counts reads the arrival hook did not see, stamped when the reader resumed instead (0 normally).
+    `chunks` holds the stamped reads only when no sink consumed them. `late` counts reads the arrival hook
+    did not see, stamped when the reader resumed instead (0 normally).
     """
 
     ts: float
@@ -88,25 +100,7 @@ class Fetched:
     late: int = 0
 
 
-class Events:
-    """Split and decode stamped reads as they arrive: `(arrival_ns, Chunk)` per event, in order."""
-
-    def __init__(self, decode: Decoder) -> None:
-        self._splitter, self._decode = SSESplitter(), decode
-        self.events: list[tuple[int, Chunk]] = []
-
-    def feed(self, t_ns: int, data: bytes) -> None:
-        """Decode the events this read completed, each stamped by it."""
-        for e in self._splitter.feed(data, t_ns):
-            self.events.append((e.t_ns, _safe_decode(self._decode, e.data)))
-
-    @property
-    def unfinished(self) -> bool:
-        """Return True when an event was left incomplete (a truncated stream at EOF)."""
-        return self._splitter.pending
-
-
-Sink = Callable[[int, bytes], None]
+Sink = Callable[[int, bytes], Awaitable[str | None]]  # returns an error to stop reading
 
 
 async def fetch(
@@ -115,27 +109,85 @@ async def fetch(
 ) -> Fetched:
     """POST and collect every read stamped on arrival, passing each to `sink`; never raises for faults.
 
-    The timeout covers connect to last byte; on timeout or error the connection is closed, so the server
-    sees the client go away and stops generating.
+    The timeout is a hard deadline from connect to last byte; on timeout or error the connection is closed,
+    so the server sees the client go away and stops generating. Redirects are not followed.
     """
-    stamps, chunks, slicer = Stamps(), list[tuple[int, bytes]](), Slicer(())
+    stamps, slicer = Stamps(), Slicer(())
+    chunks: list[tuple[int, bytes]] | None = [] if sink is None else None
     ts, status, error = time.time(), None, None
     stamps.t0_ns = time.perf_counter_ns()  # fallback when the session has no trace hooks
-    try:
-        async with asyncio.timeout(timeout):
-            async with session.post(url, json=body, headers=headers, trace_request_ctx=stamps) as resp:
-                status = resp.status
-                if status != 200:
-                    text = (await resp.content.read(512)).decode("utf-8", "replace")
-                    error = f"http {status}: {text.strip()}"
-                else:
-                    slicer = Slicer(resp.marks if isinstance(resp, StampedResponse) else ())
-                    error = await _read(resp, slicer, chunks, sink)
-    except TimeoutError:
-        error = f"timeout after {timeout:g}s"
-    except (aiohttp.ClientError, OSError) as exc:
-        error = f"{type(exc).__name__}: {exc}"
-    return Fetched(ts, status, stamps, chunks, error, slicer.late)
+    with capturing() as cap:
+        try:
+            async with asyncio.timeout(timeout):
+                async with session.post(url, json=body, headers=headers, trace_request_ctx=stamps,
+                                        allow_redirects=False) as resp:
+                    status = resp.status
+                    error = await _head_error(resp)
+                    if error is None:
+                        slicer = Slicer(resp.marks if isinstance(resp, StampedResponse) else ())
+                        error = await _read(resp, slicer, chunks, sink)
+        except TimeoutError:
+            error = f"timeout after {timeout:g}s"
+        except (aiohttp.ClientError, OSError) as exc:
+            error = describe(exc, cap.log)
+        if error is None and _was_reset(cap.log):  # a reset can end a close-delimited body like EOF
+            error = _reset(cap.log)
+        if status is None and error is not None and cap.log is not None:
+            status = cap.log.status  # aiohttp lost the head it parsed when later bytes were malformed
+    return Fetched(ts, status, stamps, chunks or [], error, slicer.late)
+
+
+async def _head_error(resp: aiohttp.ClientResponse) -> str | None:
+    """Return why a response head is not a stream to read (redirect, HTTP error, content type), else None."""
+    if 300 <= resp.status < 400:
+        return f"redirect {resp.status} to {safe_location(resp.headers.get('Location', ''))}"
+    if resp.status != 200:
+        text = (await resp.content.read(512)).decode("utf-8", "replace")
+        return f"http {resp.status}: {text.strip()}"
+    mime = resp.headers.get("Content-Type", "").partition(";")[0].strip().lower()
+    if mime != EVENT_STREAM:
+        return f"not an event stream ({mime or 'no content type'})"
+    return None
+
+
+def safe_location(location: str) -> str:
+    """Return a redirect target without credentials, query or fragment (they may carry secrets)."""
+    parts = urlsplit(location)
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    origin = f"{parts.scheme}://{host}" if parts.scheme else ""
+    cut = " (query removed)" if parts.query else ""
+    return f"{origin}{parts.path}{cut}" or "(no Location)"
+
+
+def describe(exc: BaseException, log: Arrivals | None) -> str:
+    """Name a transport fault: a reset with the bytes received, a protocol error, or the exception."""
+    if _was_reset(log) or getattr(exc, "errno", None) == errno.ECONNRESET:
+        return _reset(log)
+    parser = _cause(exc, HttpProcessingError)
+    if parser is not None:
+        return f"protocol error: {str(parser.message).splitlines()[0].rstrip(':') if parser.message else parser}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _was_reset(log: Arrivals | None) -> bool:
+    return log is not None and isinstance(log.lost, ConnectionResetError)
+
+
+def _reset(log: Arrivals | None) -> str:
+    return f"connection reset after {log.body_bytes if log is not None else 0} bytes"
+
+
+def _cause(exc: BaseException, kind: type[HttpProcessingError]) -> HttpProcessingError | None:
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            return None
+        if isinstance(seen, kind):
+            return seen
+        seen = seen.__cause__
+    return None
 
 
 async def run_stream(
@@ -149,13 +201,15 @@ async def run_stream(
 ) -> ProbeResult:
     """Send one streaming request for `job` with a fresh traceparent and measure it (§4 definitions)."""
     header, trace_id = traceparent()
-    headers = {"traceparent": header, "Accept": "text/event-stream", "Accept-Encoding": "identity"}
+    headers = {"traceparent": header, "Accept": EVENT_STREAM, "Accept-Encoding": "identity"}
     if job.api_key:
         headers["Authorization"] = f"Bearer {job.api_key}"
-    events = Events(decode)
+    events = Events(decode, job.max_events)
     f = await fetch(session, url, body, headers, job.timeout, events.feed)
+    ran = (time.perf_counter_ns() - f.stamps.t0_ns) * 1e-9  # until the request ended, however it ended
     _warn_if_unstamped(f.late)
-    return _result(job, prompt, trace_id, f.ts, f.status, f.stamps, events, done_on_eof, f.error)
+    summary = await events.summary(f.stamps.t0_ns, gaps=f.error is None)  # a failed request: O(1), no ITL
+    return _result(job, prompt, trace_id, f.ts, f.status, f.stamps, events, summary, done_on_eof, f.error, ran)
 
 
 _warned_late = False
@@ -171,17 +225,20 @@ def _warn_if_unstamped(late: int) -> None:
 
 
 async def _read(
-    resp: aiohttp.ClientResponse, slicer: Slicer, chunks: list[tuple[int, bytes]], sink: Sink | None,
+    resp: aiohttp.ClientResponse, slicer: Slicer, chunks: list[tuple[int, bytes]] | None, sink: Sink | None,
 ) -> str | None:
-    """Append arrival-stamped reads until EOF; close the connection unless the body was read to the end."""
+    """Consume arrival-stamped reads until EOF or the sink's error; close the connection unless read to the end."""
     size = 0
+    pieces: list[tuple[int, bytes]] = []
     try:
         async for data in resp.content.iter_any():
-            done = len(chunks)
-            slicer.cut(data, time.perf_counter_ns(), chunks)
-            if sink is not None:
-                for t_ns, piece in chunks[done:]:
-                    sink(t_ns, piece)
+            pieces.clear()
+            slicer.cut(data, time.perf_counter_ns(), pieces)
+            for t_ns, piece in pieces:
+                if chunks is not None:
+                    chunks.append((t_ns, piece))
+                if sink is not None and (err := await sink(t_ns, piece)) is not None:
+                    return err
             size += len(data)
             if size > MAX_BODY_BYTES:
                 return f"response larger than {MAX_BODY_BYTES} bytes"
@@ -203,52 +260,45 @@ def assemble(
     done_on_eof: bool,
     error: str | None,
 ) -> ProbeResult:
-    """Pure: stamped reads -> ProbeResult; the first fault wins: transport, error event, truncation."""
-    events = Events(decode)
+    """Pure: stamped reads -> ProbeResult; the first fault wins: transport, limits, error event, truncation."""
+    events = Events(decode, job.max_events)
     for t_ns, data in chunks:
-        events.feed(t_ns, data)
-    return _result(job, prompt, trace_id, ts, status, stamps, events, done_on_eof, error)
+        if error is None:
+            error = events.feed_now(t_ns, data)
+    summary = events.tally.summary(stamps.t0_ns, gaps=error is None)
+    return _result(job, prompt, trace_id, ts, status, stamps, events, summary, done_on_eof, error)
 
 
 def _result(
     job: ProbeJob, prompt: Prompt, trace_id: str, ts: float, status: int | None, stamps: Stamps,
-    events: Events, done_on_eof: bool, error: str | None,
+    events: Events, summary: Summary, done_on_eof: bool, error: str | None, elapsed_s: float | None = None,
 ) -> ProbeResult:
-    """Apply §4 to decoded events and build the ProbeResult."""
-    summary = summarize(stamps.t0_ns, events.events)
+    """Build the ProbeResult from the §4 summary (a failed request keeps the timings it reached)."""
     if error is None:
         error = _stream_error(summary, events.unfinished, done_on_eof)
-    itls = sorted(summary.itls_s)
     connect = (stamps.connect_end_ns - stamps.connect_start_ns) * 1e-9 if stamps.connect_start_ns else 0.0
+    itl = summary.itl
     return ProbeResult(
         ts=ts, probe=job.name, target=job.target, model=job.model, api=job.api, ok=error is None,
         error=_redact(error, job.api_key), status_code=status, connect_s=connect if status else None,
         ttft_s=summary.ttft_s, ttfot_s=summary.ttfot_s, e2e_s=summary.e2e_s, tpot_s=summary.tpot_s,
-        itl_p50_s=percentile(itls, 0.5) if itls else None,
-        itl_p99_s=percentile(itls, 0.99) if itls else None,
-        itl_max_s=itls[-1] if itls else None,
+        itl_p50_s=itl.p50_s if itl else None, itl_p99_s=itl.p99_s if itl else None,
+        itl_max_s=itl.max_s if itl else None,
         prompt_tokens=summary.prompt_tokens, output_tokens=summary.output_tokens,
-        prompt_bucket=prompt.bucket, trace_id=trace_id, itls_s=summary.itls_s, **record_fields(summary.record),
+        prompt_bucket=prompt.bucket, trace_id=trace_id, **record_fields(summary.record), elapsed_s=elapsed_s,
+        itl_counts=itl.counts if itl else (), itl_sum_s=itl.sum_s if itl else 0.0,
     )
 
 
 def _stream_error(summary: Summary, unfinished: bool, done_on_eof: bool) -> str | None:
+    """A stream's own faults; an answer of only the end-of-sequence token (no text) is a success ("empty")."""
     if summary.error is not None:
         return f"error event: {summary.error}"
     if unfinished or not (summary.done or done_on_eof):
         return "truncated stream: ended before its terminator"
-    if summary.ttft_s is None:
+    if summary.token_events == 0:
         return "no tokens in stream"
     return None
-
-
-def _safe_decode(decode: Decoder, data: str) -> Chunk:
-    if data == DONE:
-        return Chunk(done=True)
-    try:
-        return decode(data)
-    except (ValueError, TypeError, AttributeError, KeyError, IndexError):
-        return Chunk(error=f"malformed event: {data[:80]!r}")
 
 
 def _redact(error: str | None, api_key: str | None) -> str | None:
@@ -259,3 +309,4 @@ def _redact(error: str | None, api_key: str | None) -> str | None:
     if api_key:
         error = error.replace(api_key, "***")
     return error[:300]
+

@@ -15,17 +15,19 @@ from sloguard.probes.workload import Prompt
 
 
 def decode_tgi(data: str) -> Chunk:
-    """Decode one TGI stream event; special tokens (EOS) and empty text carry no user-visible token."""
+    """Decode one TGI stream event: one token per event; a special token (EOS) carries no user-visible text."""
     obj = json.loads(data)
     err = error_text(obj)
     if err is not None:
         return Chunk(error=err)
-    token = obj.get("token") or {}
-    bearing = bool(token.get("text")) and not token.get("special", False)
+    token = obj.get("token")
+    token = token if isinstance(token, dict) else {}
+    text = token.get("text") if not token.get("special", False) else ""
     details = obj.get("details") or {}
     final = obj.get("generated_text") is not None or bool(details)
-    return Chunk(content=bearing, tokens=1 if bearing else None,
-                 output_tokens=details.get("generated_tokens"), done=final)
+    return Chunk(content=bool(text), tokens=1 if token else None, output_tokens=details.get("generated_tokens"),
+                 done=final, chars=len(text) if isinstance(text, str) else 0,
+                 finish=str(details.get("finish_reason") or ""))
 
 
 async def tgi(session: aiohttp.ClientSession, job: ProbeJob, prompt: Prompt) -> ProbeResult:

@@ -1,8 +1,10 @@
 """The probe process: one asyncio loop doing only network I/O and timestamps, fed schedules by the daemon.
 
 Running probes in their own (spawned) process keeps `/metrics` rendering, scrape parsing and SLO maths of
-the main process from delaying a timestamp through the GIL. Results go back on a multiprocessing Queue
-(its feeder thread does the pickling and the pipe writes, so a slow parent cannot block the loop).
+the main process from delaying a timestamp through the GIL. Results go back over a plain Pipe written by a
+feeder thread (it does the pickling and the pipe writes, so a slow parent cannot block the loop). Not a
+multiprocessing Queue: its locks are named semaphores registered with the resource tracker, which printed
+"leaked semaphore objects" whenever the daemon was SIGKILLed (the tracker cleaned them up; nothing leaked).
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import os
 import queue
 import random
 import signal
+import threading
 import time
-from collections import deque
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any
@@ -26,15 +28,13 @@ import aiohttp
 from sloguard.model import ProbeResult
 from sloguard.probes import PROBES
 from sloguard.probes.job import ProbeJob
+from sloguard.probes.lag import BusyMeter
 from sloguard.probes.stream import make_session
-from sloguard.probes.timing import percentile
 from sloguard.probes.workload import pick_prompt
 
-LAG_PERIOD_S = 0.1  # loop-lag sample period
-LAG_WINDOW = 600  # samples kept: the last minute
 STOP_GRACE_S = 3.0  # in-flight requests may finish within this on stop (ProbeWorker.stop waits 1 s longer)
-REPORT_FIRST = 10  # first overhead report after 1 s
-REPORT_EVERY = 50  # then every 5 s
+REPORT_FIRST_S = 1.0  # first overhead report after 1 s
+REPORT_EVERY_S = 5.0  # then every 5 s
 
 
 class ProbeWorker:
@@ -44,15 +44,16 @@ class ProbeWorker:
         self._jobs = tuple(jobs)
         self._ctx = mp.get_context("spawn")
         self._cmd, self._cmd_child = self._ctx.Pipe()
-        self._results: Any = self._ctx.Queue()
+        self._results, self._results_child = self._ctx.Pipe(duplex=False)
         self._proc: Any = None
         self._pending: list[ProbeResult] = []  # drained while stopping, handed out by the next drain()
         self.overhead_seconds = 0.0
+        self.stall_seconds = 0.0
 
     def start(self) -> None:
         """Spawn the process; its probes start staggered over their intervals, never all at once."""
         self._proc = self._ctx.Process(
-            target=main, args=(self._jobs, self._cmd_child, self._results, os.getpid()),
+            target=main, args=(self._jobs, self._cmd_child, self._results_child, os.getpid()),
             name="sloguard-probe", daemon=True,
         )
         self._proc.start()
@@ -68,13 +69,15 @@ class ProbeWorker:
         out, self._pending = self._pending, []
         while True:
             try:
-                kind, value = self._results.get_nowait()
-            except (queue.Empty, OSError, EOFError):
+                if not self._results.poll():
+                    return out
+                kind, value = self._results.recv()
+            except (OSError, EOFError):
                 return out
             if kind == "result":
                 out.append(value)
             else:
-                self.overhead_seconds = float(value)
+                self.overhead_seconds, self.stall_seconds = (float(v) for v in value)
 
     def stop(self, timeout: float = STOP_GRACE_S + 1.0) -> None:
         """Ask the process to finish in-flight requests and exit; terminate it after `timeout`.
@@ -99,7 +102,7 @@ class ProbeWorker:
         return self._proc is not None and bool(self._proc.is_alive())
 
 
-def main(jobs: Sequence[ProbeJob], cmd: Connection, results: Any, parent_pid: int) -> None:
+def main(jobs: Sequence[ProbeJob], cmd: Connection, results: Connection, parent_pid: int) -> None:
     """Entry point of the probe process; freeze import-time objects first (full GC: ~13 ms -> ~0)."""
     gc.freeze()  # ~30k objects from imports never die; a full collection over them would stall stamps
     # Ctrl-C and a group-wide SIGTERM are the daemon's to handle: it stops this process via the command pipe.
@@ -108,16 +111,46 @@ def main(jobs: Sequence[ProbeJob], cmd: Connection, results: Any, parent_pid: in
     asyncio.run(runner.run(jobs))
 
 
+class Outbox:
+    """Send (kind, value) messages to the parent from a feeder thread; `close` flushes them all."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn, self._queue = conn, queue.SimpleQueue[tuple[str, Any] | None]()
+        self._thread = threading.Thread(target=self._feed, name="sloguard-probe-results", daemon=True)
+        self._thread.start()
+
+    def put(self, item: tuple[str, Any]) -> None:
+        """Queue one message (never blocks the loop)."""
+        self._queue.put(item)
+
+    def _feed(self) -> None:
+        while (item := self._queue.get()) is not None:
+            try:
+                self._conn.send(item)
+            except OSError:  # the parent is gone: nothing to deliver to
+                return
+
+    def close(self) -> None:
+        """Send what is queued, then stop the thread."""
+        self._queue.put(None)
+        self._thread.join()
+        self._conn.close()
+
+
 class _Runner:
-    def __init__(self, cmd: Connection, results: Any, parent_pid: int) -> None:
-        self._cmd, self._results, self._parent = cmd, results, parent_pid
+    def __init__(self, cmd: Connection, results: Connection, parent_pid: int) -> None:
+        self._cmd, self._results, self._parent = cmd, Outbox(results), parent_pid
         self._schedules: dict[ProbeJob, asyncio.Task[None]] = {}
+        self._due: dict[str, float] = {}  # probe name -> next due loop time, kept across setting changes
+        self._running: dict[str, asyncio.Task[None]] = {}
         self._inflight: set[asyncio.Task[None]] = set()
         self._stop = asyncio.Event()
         self._session: aiohttp.ClientSession | None = None
+        self._meter = BusyMeter()
 
     async def run(self, jobs: Sequence[ProbeJob]) -> None:
         loop = asyncio.get_running_loop()
+        self._meter.install(loop)
         loop.add_reader(self._cmd.fileno(), self._on_command)
         loop.add_signal_handler(signal.SIGTERM, self._stop.set)  # finish in-flight requests, flush results
         async with make_session() as self._session:
@@ -130,7 +163,6 @@ class _Runner:
                 await asyncio.wait(self._inflight, timeout=STOP_GRACE_S)
         loop.remove_reader(self._cmd.fileno())
         self._results.close()
-        self._results.join_thread()
 
     def _on_command(self) -> None:
         try:
@@ -145,25 +177,34 @@ class _Runner:
             self._stop.set()
 
     def _apply(self, jobs: Sequence[ProbeJob]) -> None:
-        """Cancel schedules of removed jobs; start added ones at offsets spread over their intervals."""
+        """Cancel schedules of removed jobs; a changed job keeps its probe's phase, a new one starts at an
+        offset spread over its interval."""
         wanted = list(dict.fromkeys(jobs))
         for job in [j for j in self._schedules if j not in wanted]:
             self._schedules.pop(job).cancel()
+        names = {j.name for j in wanted}
+        self._due = {n: t for n, t in self._due.items() if n in names}
         added = [j for j in wanted if j not in self._schedules]
-        for i, job in enumerate(added):
-            offset = job.interval * i / len(added)
-            self._schedules[job] = asyncio.create_task(self._schedule(job, offset))
+        fresh = [j for j in added if j.name not in self._due]
+        now = asyncio.get_running_loop().time()
+        for job in added:
+            if job.name in self._due:  # settings changed: next tick where the old schedule had it
+                due = min(self._due[job.name], now + job.interval)
+            else:
+                due = now + job.interval * fresh.index(job) / len(fresh)
+            self._due[job.name] = due
+            self._schedules[job] = asyncio.create_task(self._schedule(job, due))
 
-    async def _schedule(self, job: ProbeJob, offset: float) -> None:
+    async def _schedule(self, job: ProbeJob, due: float) -> None:
         """Fire every `interval`; skip a tick while the previous request runs; never catch up in bursts."""
         loop = asyncio.get_running_loop()
         rng = random.Random()
-        due = loop.time() + offset
-        running: asyncio.Task[None] | None = None
         while True:
+            self._due[job.name] = due
             await asyncio.sleep(max(0.0, due - loop.time()))
+            running = self._running.get(job.name)
             if running is None or running.done():
-                running = asyncio.create_task(self._probe(job, rng))
+                running = self._running[job.name] = asyncio.create_task(self._probe(job, rng))
                 self._inflight.add(running)
                 running.add_done_callback(self._inflight.discard)
             due += job.interval
@@ -182,31 +223,16 @@ class _Runner:
         self._results.put(("result", result))
 
     async def _monitor(self) -> None:
-        """Sample loop lag every 100 ms; report p99 + clock cost after 1 s then every 5 s; exit if orphaned."""
-        lags: deque[float] = deque(maxlen=LAG_WINDOW)
+        """Report the loop's busy-time p99 wait (+ clock cost) and longest stall after 1 s, then every 5 s;
+        exit if orphaned. The meter itself records every loop iteration (sloguard.probes.lag)."""
         cost = clock_cost()
-        n = 0
+        await asyncio.sleep(REPORT_FIRST_S)
         while True:
-            await asyncio.sleep(LAG_PERIOD_S)
-            lags.append(await _loop_lag())
-            n += 1
-            if n == REPORT_FIRST or n % REPORT_EVERY == 0:
-                self._results.put(("overhead", percentile(sorted(lags), 0.99) + cost))
+            p99, worst = self._meter.report()
+            self._results.put(("overhead", (p99 + cost, worst)))
             if os.getppid() != self._parent:
                 self._stop.set()
-
-
-async def _loop_lag() -> float:
-    """Return how long a callback made ready now waits for the loop: the delay a data arrival would see."""
-    fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-    start = time.perf_counter_ns()
-    asyncio.get_running_loop().call_soon(_resolve, fut)
-    return (await fut - start) * 1e-9
-
-
-def _resolve(fut: asyncio.Future[int]) -> None:
-    if not fut.done():
-        fut.set_result(time.perf_counter_ns())
+            await asyncio.sleep(REPORT_EVERY_S)
 
 
 def clock_cost(n: int = 1000) -> float:

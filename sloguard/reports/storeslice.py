@@ -116,7 +116,7 @@ def result_row(r: ProbeResult) -> dict[str, Any]:
     return {"ttft_s": r.ttft_s, "ttfot_s": r.ttfot_s, "tpot_s": r.tpot_s, "itl_s": r.itl_p50_s, "e2e_s": r.e2e_s,
             "connect_s": r.connect_s, "queue_s": r.queue_s, "prefill_s": r.prefill_s, "decode_s": decode,
             "network_s": r.network_s, "ok": r.ok, "outcome": outcome_of(r.ok, r.error, r.ttft_s),
-            "prompt_bucket": r.prompt_bucket, "stage": 0, "ts": r.ts, "elapsed_s": getattr(r, "elapsed_s", None)}
+            "prompt_bucket": r.prompt_bucket, "stage": 0, "ts": r.ts, "elapsed_s": r.elapsed_s}
 
 
 def side(spec: str, role: str, results: list[ProbeResult], idents: dict[str, dict[str, Any]]) -> Side:
@@ -173,9 +173,7 @@ def _from_daemon(url: str, spec: str) -> tuple[list[ProbeResult], dict[str, dict
 
 
 def _from_json(d: dict[str, Any]) -> ProbeResult:
-    known = {k: v for k, v in d.items() if k in ProbeResult.__dataclass_fields__}
-    known["itls_s"] = tuple(known.get("itls_s") or ())
-    return ProbeResult(**known)
+    return ProbeResult(**{k: v for k, v in d.items() if k in PROBE_COLUMNS})
 
 
 def stream(state_dir: str, spec: str) -> Iterator[str]:

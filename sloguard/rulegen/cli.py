@@ -28,8 +28,15 @@ def main(argv: list[str]) -> int:
         print(f"{args.config}: {exc}", file=sys.stderr)
         return 2
     out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (out / name).write_text(text, encoding="utf-8")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (out / name).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        where = exc.filename or out
+        print(f"sloguard rules: cannot write {where}: {exc.strerror or exc} (-o must be a writable directory)",
+              file=sys.stderr)
+        return 2
+    for name in files:
         print(out / name)
     return 0

@@ -7,6 +7,7 @@ import asyncio
 import signal
 import sys
 
+from sloguard.exporter.listen import describe
 from sloguard.sim.server import start
 from sloguard.sim.simulator import DEFAULT_BACKGROUND_RPS, DEFAULT_ENGINE_VERSION, DEFAULT_MODEL
 
@@ -66,8 +67,12 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
         return asyncio.run(serve(args))
+    except BrokenPipeError:
+        raise  # stdout closed: the process guard's business, not a listen problem
     except OSError as exc:
-        print(f"sloguard sim: {exc}", file=sys.stderr)
+        host, port = args.listen
+        print(f"sloguard sim: {describe(f'{host}:{port}', exc)}; pick another with --listen HOST:PORT",
+              file=sys.stderr)
         return 1
 
 

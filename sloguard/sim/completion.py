@@ -82,7 +82,9 @@ async def _stream(request: web.Request, sim: Simulator, p: wire.GenParams, req: 
     finish: str | None = None
     while finish is None:
         n, finish = await _next(queue)
-        if n == 0:  # aborted (shutdown): end the stream without [DONE], as a dropped connection would
+        # Aborted (shutdown): end the stream without [DONE], as a dropped connection would; also when tokens that
+        # piled up on a busy host arrive coalesced with the abort (they would otherwise end it "normally").
+        if n == 0 or finish == "abort":
             return resp
         if sent == 0 and p.api == "chat":
             # vLLM sends the role-only chunk with the first output, not with the headers.

@@ -40,6 +40,9 @@ class SimRequest:
     preemptions: int = 0
     needs_prefill: bool = True
     finished: str | None = None
+    # The model's own duration of the step that emitted the first token (multiplier and jitter included), as
+    # planned: unlike first_token - scheduled it does not grow when a busy host wakes the event loop late.
+    prefill_step_s: float | None = None
 
     def computed_tokens(self) -> int:
         """Return the tokens this request's next prefill computes (recompute after preemption)."""
@@ -70,6 +73,7 @@ class Engine:
         self._clock = clock
         self.waiting: deque[SimRequest] = deque()
         self.running: list[SimRequest] = []
+        self.step_s = 0.0  # the duration plan() returned last
 
     def submit(self, req: SimRequest) -> None:
         """Queue a request; it is admitted at the next `plan()`."""
@@ -106,7 +110,8 @@ class Engine:
         prefill = sum(r.computed_tokens() for r in self.running if r.needs_prefill)
         decode = sum(1 for r in self.running if not r.needs_prefill)
         self._rec.step(len(self.running), len(self.waiting), self.kv_usage(), prefill + decode)
-        return step_seconds(self.profile, prefill, decode, self.multiplier, self._rng)
+        self.step_s = step_seconds(self.profile, prefill, decode, self.multiplier, self._rng)
+        return self.step_s
 
     def complete(self) -> list[SimRequest]:
         """Emit one token for every running request; return those that finished in this step."""
@@ -117,6 +122,7 @@ class Engine:
             gap = None if req.last_token is None else now - req.last_token
             if req.first_token is None:
                 req.first_token = now
+                req.prefill_step_s = self.step_s
             req.last_token = now
             req.generated += 1
             self._rec.token(req, gap)

@@ -113,4 +113,5 @@ def timeline(req: SimRequest) -> dict[str, Any]:
         "first_token_s": _since(req.first_token, req.arrival), "last_token_s": _since(req.last_token, req.arrival),
         "queue_s": _since(req.scheduled, req.queued), "prefill_s": _since(req.first_token, req.scheduled),
         "decode_s": _since(req.last_token, req.first_token),
+        "prefill_step_s": req.prefill_step_s,
     }

@@ -1,46 +1,98 @@
-"""The multi-window, multi-burn-rate table (Google SRE Workbook), shared by the live engine and rulegen."""
+"""Burn-rate alerting as data, shared by the live engine and rulegen: the window table and the evidence guard.
+
+Window table. The Google SRE Workbook rows for a 30-day SLO (page 1h/5m at 14.4×, 6h/30m at 6×; ticket
+1d/2h at 3×, 3d/6h at 1×) are scaled to the SLO window W: each long and short window is multiplied by
+W / 30 d and snapped to the nearest NICE duration (log scale), no long window is shorter than MIN_LONG
+(5 min) or longer than W, no short window is shorter than MIN_SHORT (1 min) or longer than its long
+window, and the factors stay as they are (a factor is "times faster than sustainable": ≥ 1× by
+construction). Rows of one severity that end up with the same windows keep the lowest factor. 28 d and
+30 d get the Workbook table itself; 1 d gets page 5m/1m 14.4×, 10m/1m 6×, ticket 1h/5m 3×, 2h/10m 1×.
+
+Evidence guard (why: probes are few; 1 failure in 10 probes is a 10× "burn"). A row fires only when
+  burn(long) > factor  and  burn(short) > factor  and  bad(long) ≥ k_min.
+k_min is a one-sided binomial test of the long window's bad count against healthy operation exactly at
+the allowed bad ratio p0 = 1 − objective, sized for a sliding window evaluated all the time: the long
+window's count can only rise when a bad request arrives, and it reaches k from k − 1 when that request
+meets k − 1 bad among the n − 1 others still in the window. So in 30 days of healthy operation with N
+requests the count reaches k or more about N·p0·(1 − p0)·P(Bin(n − 1, p0) ≥ k − 1) times, and k_min is
+the smallest k ≥ MIN_BAD (2) that keeps this ≤ FALSE_PER_30D (0.2) per row: a test at
+α = 0.2 / (N·p0·(1 − p0)) (Bonferroni over the bad arrivals of 30 days). n = ceil(rate × long) and
+N = rate × 30 d come from the probe schedule, so k_min is a constant both the live engine and the
+generated Prometheus rule (`bad requests over the long window >= k_min`) compare against; using the
+scheduled n (not the requests seen) keeps it conservative while a window is still filling.
+Server SLOs have no schedule: their clause uses the observed count n of the long window, in a form
+PromQL can express: bad ≥ max(MIN_BAD, n·p0 + Z·sqrt(n·(p0·(1 − p0)))), Z = Φ⁻¹(1 − 10⁻⁶) ≈ 4.75 (the
+normal approximation at the α of ~10⁵ bad requests per 30 days; engine traffic is large where it matters).
+A row cannot mean anything, and is skipped by both paths, when its factor needs a bad ratio above 100 %
+(factor × p0 ≥ 1), when even an all-bad long window would not be significant (k_min > n), or when the
+short window expects less than one request (it would be empty most of the time).
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Literal
 
-# Standard evaluation windows (seconds) kept for every SLO, plus the SLO's own error-budget window.
+# Standard evaluation windows (seconds) kept for every SLO, plus the SLO's own and its burn windows.
 STANDARD_WINDOWS: tuple[float, ...] = (300.0, 1800.0, 3600.0, 7200.0, 21600.0, 86400.0, 259200.0)
 REFERENCE_PERIOD = 30 * 86400.0
+FALSE_PER_30D = 0.2  # expected false firings per row per 30 days of healthy operation at the objective
+MIN_BAD = 2  # never page or ticket on a single bad request
+Z = NormalDist().inv_cdf(1.0 - 1e-6)  # server SLOs' observed-count clause
+MIN_LONG, MIN_SHORT = 300.0, 60.0
+_M, _H, _D = 60.0, 3600.0, 86400.0
+NICE: tuple[float, ...] = (1 * _M, 2 * _M, 5 * _M, 10 * _M, 15 * _M, 30 * _M, _H, 2 * _H, 3 * _H, 6 * _H, 12 * _H,
+                           _D, 2 * _D, 3 * _D, 7 * _D, 14 * _D, 30 * _D)
+Severity = Literal["page", "ticket"]
 
 
 @dataclass(frozen=True, slots=True)
 class BurnWindow:
     """One alert condition: both windows burn faster than `factor` times the sustainable rate."""
 
-    severity: Literal["page", "ticket"]
+    severity: Severity
     long: float
     short: float
-    budget_fraction: float  # share of the whole error budget this condition lets burn in `long`
+    factor: float
 
-    def factor(self, slo_window: float) -> float:
-        """Return the burn-rate threshold for an SLO window: budget_fraction × window / long."""
-        return self.budget_fraction * slo_window / self.long
-
-    def alertable(self, slo_window: float) -> bool:
-        """Return whether the row means something for this SLO window: its factor is at least 1×.
-
-        Below 1× the condition fires while the budget is not even on course to be spent within the SLO
-        window (a 1d window gives 0.48×, 0.2×, 0.1× and 0.033×), so alert rules should skip such rows
-        rather than configs being rejected. The live engine still exports burn rates for every window.
-        """
-        return self.factor(slo_window) >= 1.0
+    def budget_fraction(self, slo_window: float) -> float:
+        """Return the share of the whole budget spent in `long` at exactly `factor`: factor × long / window."""
+        return self.factor * self.long / slo_window
 
 
 # 2% of a 30d budget in 1h = 14.4×, 5% in 6h = 6×, 10% in 1d = 3×, 10% in 3d = 1×.
-BURN_WINDOWS: tuple[BurnWindow, ...] = (
-    BurnWindow("page", 3600.0, 300.0, 0.02),
-    BurnWindow("page", 21600.0, 1800.0, 0.05),
-    BurnWindow("ticket", 86400.0, 7200.0, 0.10),
-    BurnWindow("ticket", 259200.0, 21600.0, 0.10),
+WORKBOOK: tuple[BurnWindow, ...] = (
+    BurnWindow("page", 3600.0, 300.0, 14.4),
+    BurnWindow("page", 21600.0, 1800.0, 6.0),
+    BurnWindow("ticket", 86400.0, 7200.0, 3.0),
+    BurnWindow("ticket", 259200.0, 21600.0, 1.0),
 )
+
+
+def _nice(seconds: float) -> float:
+    return min(NICE, key=lambda n: abs(math.log(n / seconds)))
+
+
+def burn_windows(slo_window: float) -> tuple[BurnWindow, ...]:
+    """Return the Workbook rows scaled to an SLO window (module docstring); page rows first."""
+    scale = slo_window / REFERENCE_PERIOD
+    rows: dict[tuple[str, float, float], BurnWindow] = {}
+    for row in WORKBOOK:
+        long = min(slo_window, max(MIN_LONG, _nice(row.long * scale)))
+        short = min(long, max(MIN_SHORT, _nice(row.short * scale)))
+        key = (row.severity, long, short)
+        if key not in rows or rows[key].factor > row.factor:
+            rows[key] = BurnWindow(row.severity, long, short, row.factor)
+    return tuple(sorted(rows.values(), key=lambda r: (r.severity != "page", r.long, r.short)))
+
+
+def windows_for(slo_window: float) -> tuple[float, ...]:
+    """Return the sorted evaluation windows: the standard ones, the SLO's own and its burn rows' windows."""
+    rows = burn_windows(slo_window)
+    return tuple(sorted({*STANDARD_WINDOWS, slo_window, *(r.long for r in rows), *(r.short for r in rows)}))
 
 
 def burn_rate(error_ratio: float | None, objective: float) -> float | None:
@@ -50,14 +102,134 @@ def burn_rate(error_ratio: float | None, objective: float) -> float | None:
     return error_ratio / (1.0 - objective)
 
 
-def objectives_burn_rate(misses: Sequence[tuple[float, float]]) -> float | None:
-    """Return the fastest burn among (miss share, quantile) objectives: max(miss / (1 − quantile)); None if none.
+def _log_pmf(k: int, n: int, p: float) -> float:
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * math.log(p) + (n - k) * math.log1p(-p)
 
-    Server SLOs: an objective "p95 ≤ T" allows 5% of observations above T, so a miss share m burns m / 0.05.
+
+def binom_tail(k: int, n: int, p: float) -> float:
+    """Return P(X ≥ k) for X ~ Binomial(n, p), summed from k up with the pmf recurrence (pure Python, no scipy)."""
+    if k <= 0 or p >= 1.0:
+        return 1.0
+    if k > n or p <= 0.0:
+        return 0.0
+    term, total, j, odds = math.exp(_log_pmf(k, n, p)), 0.0, k, p / (1.0 - p)
+    while j <= n:
+        total += term
+        if term < total * 1e-17 and j > n * p:
+            break
+        term *= (n - j) / (j + 1) * odds
+        j += 1
+    return min(1.0, total)
+
+
+def min_bad(n: int, per_30d: float, p0: float, floor: int = MIN_BAD) -> int | None:
+    """Return the guard's k_min for a long window of n requests among per_30d requests per 30 days.
+
+    The smallest k ≥ floor with per_30d·p0·(1 − p0)·P(Bin(n − 1, p0) ≥ k − 1) ≤ FALSE_PER_30D (module
+    docstring); None when even k = n would fire more often than that.
     """
+    if n < max(floor, 1):
+        return None
+    alpha = FALSE_PER_30D / max(per_30d * p0 * (1.0 - p0), 1e-300)
+    k = max(floor, int((n - 1) * p0) + 1)
+    tail = binom_tail(k - 1, n - 1, p0)
+    while tail > alpha:
+        if k >= n:
+            return None
+        tail -= math.exp(_log_pmf(k - 1, n - 1, p0))
+        k += 1
+    return k
+
+
+def alpha_of(per_30d: float, p0: float) -> float:
+    """Return the per-test significance level the guard uses at per_30d requests per 30 days."""
+    return FALSE_PER_30D / max(per_30d * p0 * (1.0 - p0), 1e-300)
+
+
+def observed_min_bad(n: float, p0: float) -> float:
+    """Return the server-SLO clause's bar: max(MIN_BAD, n·p0 + Z·sqrt(n·(p0·(1 − p0)))) for n observed requests."""
+    return max(float(MIN_BAD), n * p0 + Z * math.sqrt(max(0.0, n * (p0 * (1 - p0)))))  # as rulegen writes it
+
+
+Meaning = Literal["ok", "one-failure", "never"]
+
+
+@dataclass(frozen=True, slots=True)
+class BurnRule:
+    """One row for one budget: its thresholds, the guard's k_min and whether the row can mean anything.
+
+    `min_bad` is None for server SLOs (their bar comes from the observed count: observed_min_bad).
+    `meaning`: "never" (skipped by both paths), "one-failure" (the statistics alone would fire on a single
+    bad request; MIN_BAD holds it at 2) or "ok". `why` says what makes it "never".
+    """
+
+    window: BurnWindow
+    allowed: float  # p0 = 1 − objective
+    expected_long: float | None  # requests the schedule puts in the long window (None: server SLO)
+    expected_short: float | None
+    min_bad: int | None
+    meaning: Meaning
+    why: str = ""
+
+    @property
+    def alertable(self) -> bool:
+        """Return whether both paths emit this row."""
+        return self.meaning != "never"
+
+    def fires(self, burn_long: float, burn_short: float, bad_long: float) -> bool:
+        """Return the probe-SLO condition: both burns above the factor and bad(long) ≥ k_min."""
+        f = self.window.factor
+        return bool(burn_long > f and burn_short > f and self.min_bad is not None and bad_long >= self.min_bad)
+
+    def smallest_burn(self) -> float | None:
+        """Return the smallest sustained burn the row detects in a full long window: max(factor, k_min / (n·p0))."""
+        if self.min_bad is None or not self.expected_long:
+            return None
+        return max(self.window.factor, self.min_bad / (self.expected_long * self.allowed))
+
+    def time_to_fire(self, burn: float) -> float | None:
+        """Return seconds from the start of a sustained `burn` (after a bad-free window) to the expected firing.
+
+        The long window's burn grows as burn × t / long, its bad count as burn × p0 × rate × t and the short
+        window's burn as burn × min(t, short) / short; None below the factor (at it: the long window, on average).
+        """
+        f, w = self.window.factor, self.window
+        if burn < f or self.min_bad is None or not self.expected_long:
+            return None
+        t_count = self.min_bad * w.long / (burn * self.allowed * self.expected_long)
+        return max(f * w.long / burn, f * w.short / burn, t_count)
+
+
+def plan(slo_window: float, objective: float, rate: float | None) -> tuple[BurnRule, ...]:
+    """Return every scaled row for one budget (objective = good ratio; rate = scheduled requests/s or None)."""
+    p0 = 1.0 - objective
+    out = []
+    for w in burn_windows(slo_window):
+        n_long = None if rate is None else math.ceil(rate * w.long - 1e-9)
+        n_short = None if rate is None else rate * w.short
+        per_30d = 0.0 if rate is None else rate * REFERENCE_PERIOD
+        k = None if n_long is None else min_bad(n_long, per_30d, p0)
+        raw = None if n_long is None else min_bad(n_long, per_30d, p0, floor=1)
+        meaning: Meaning = "ok"
+        why = ""
+        if w.factor * p0 >= 1.0:
+            meaning, why = "never", f"a {w.factor:g}x burn needs more than 100% bad at objective {objective:g}"
+        elif n_long is not None and k is None:
+            meaning, why = "never", f"{n_long} requests in {_fmt(w.long)} can never be significant"
+        elif n_short is not None and n_short < 1.0:
+            meaning, why = "never", f"the {_fmt(w.short)} short window expects {n_short:.2g} requests"
+        elif raw is not None and raw <= 1:
+            meaning = "one-failure"
+        out.append(BurnRule(w, p0, None if n_long is None else float(n_long), n_short, k, meaning, why))
+    return tuple(out)
+
+
+def _fmt(seconds: float) -> str:
+    from sloguard.config.units import format_duration
+
+    return format_duration(seconds)
+
+
+def objectives_burn_rate(misses: Sequence[tuple[float, float]]) -> float | None:
+    """Return the fastest burn among (miss share, quantile) objectives: max(miss / (1 − quantile)); None if none."""
     return max((miss / (1.0 - q) for miss, q in misses), default=None)
-
-
-def windows_for(slo_window: float) -> tuple[float, ...]:
-    """Return the sorted evaluation windows for an SLO: the standard ones plus its own window."""
-    return tuple(sorted({*STANDARD_WINDOWS, slo_window}))

@@ -1,4 +1,4 @@
-"""`sloguard evaluate -c FILE --results RESULTS.jsonl [--at TIMESTAMP] --json`: SLOs over recorded probes."""
+"""`sloguard evaluate -c FILE --results RESULTS.jsonl [--at TIMESTAMP] [--json]`: SLOs over recorded probes."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import json
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -16,13 +17,22 @@ from sloguard.model import ProbeResult
 from sloguard.slo.engine import SLOEngine
 from sloguard.slo.export import api_json
 from sloguard.slo.model import slos_from_config
+from sloguard.slo.status import render_tables
 
 _FIELDS = {f.name for f in dataclasses.fields(ProbeResult)}
+_REQUIRED = [f.name for f in dataclasses.fields(ProbeResult)
+             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
 
 
-def _result(row: dict[str, Any]) -> ProbeResult:
+def _result(row: Any) -> ProbeResult:
+    if not isinstance(row, dict):
+        raise ValueError(f"expected a JSON object per line (from `sloguard probe --json`), got {type(row).__name__}")
+    missing = [name for name in _REQUIRED if name not in row]
+    if missing:
+        raise ValueError(f"missing key(s) {', '.join(missing)}: expected lines of `sloguard probe --json`")
     values = {k: v for k, v in row.items() if k in _FIELDS}
-    values["itls_s"] = tuple(values.get("itls_s", ()))
+    if "itl_counts" in values:
+        values["itl_counts"] = tuple(values["itl_counts"])
     return ProbeResult(**values)
 
 
@@ -31,7 +41,11 @@ def read_results(lines: Iterable[str]) -> Iterator[ProbeResult]:
     for number, line in enumerate(lines, 1):
         if line.strip():
             try:
-                yield _result(json.loads(line))
+                row = json.loads(line)
+            except ValueError:
+                raise ValueError(f"line {number}: not JSON: expected lines of `sloguard probe --json`") from None
+            try:
+                yield _result(row)
             except (ValueError, TypeError) as exc:
                 raise ValueError(f"line {number}: not a probe result: {exc}") from exc
 
@@ -41,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-c", "--config", required=True)
     p.add_argument("--results", required=True, help="JSON lines from `sloguard probe --json` ('-' = stdin)")
     p.add_argument("--at", type=float, help="evaluate at this Unix time (default: the newest result)")
-    p.add_argument("--json", action="store_true", help="print the full status as JSON (the only output form)")
+    p.add_argument("--json", action="store_true", help="print the full status as JSON (default: a text table)")
     return p
 
 
@@ -60,5 +74,13 @@ def main(argv: list[str]) -> int:
     engine = SLOEngine(slos, FakeClock(at))
     engine.rebuild(sorted((r for r in results if r.ts <= at), key=lambda r: r.ts))  # rebuild streams as given
     doc = {"at": at, "results": len(results), **api_json(engine.evaluate(at))}
-    print(json.dumps(doc, indent=2, sort_keys=True))
+    if args.json:
+        print(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        print(f"{len(results)} probe results, evaluated at {_when(at)} (--json for every figure)\n")
+        print(render_tables(doc))
     return 0
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts)) if ts > 0 else "-"

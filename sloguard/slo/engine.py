@@ -10,10 +10,28 @@ from sloguard.clock import Clock
 from sloguard.model import ProbeResult
 from sloguard.slo import export
 from sloguard.slo.evaluate import ServerWindowsLike, evaluate
-from sloguard.slo.model import SLO, SLOStatus, budget_sli, is_good
-from sloguard.windows.probe import ProbeWindow
+from sloguard.slo.model import SLO, Indicator, SLOStatus, indicators, is_good
+from sloguard.windows.probe import ProbeWindow, encode, judge
 
 ALL = ""  # the all-requests segment
+CounterKey = tuple[str, tuple[tuple[str, str], ...], bool]  # (slo, budget labels, good)
+
+
+def counter_key(slo: str, ind: Indicator, good: bool) -> CounterKey:
+    """Return the sloguard_slo_requests_total key of one budget's good or bad requests."""
+    return slo, tuple(ind.labels().items()), good
+
+
+def _judged(result: ProbeResult, ind: Indicator, good: bool, objectives: tuple[int, int, dict[Indicator, int]],
+            ) -> bool | None:
+    """Return whether a request was good for one budget, or None when the budget does not judge it."""
+    if ind.sli == "availability":
+        return result.ok
+    if ind.metric is None:
+        return good
+    missed, judged, bits = objectives
+    bit = bits[ind]
+    return None if not judged & bit else not missed & bit
 
 
 class SLOEngine:
@@ -23,7 +41,7 @@ class SLOEngine:
         self._clock = clock
         self._slos: tuple[SLO, ...] = ()
         self._windows: dict[str, dict[str, ProbeWindow]] = {}
-        self._requests: dict[tuple[str, bool], int] = {}
+        self._requests: dict[CounterKey, int] = {}
         self.reconfigure(slos)
 
     @property
@@ -81,8 +99,9 @@ class SLOEngine:
             else:
                 windows[slo.name] = {ALL: ProbeWindow(slo.window, since=self._clock.now())}
                 fresh.add(slo.name)
-        # Both series of every probe SLO exist at 0 from the start, so rate() sees the first bad request.
-        zero = {(s.name, good): 0 for s in slos if s.source == "probe" for good in (False, True)}
+        # Both series of every probe SLO budget exist at 0 from the start, so rate() sees the first bad request.
+        zero = {counter_key(s.name, ind, good): 0 for s in slos if s.source == "probe"
+                for ind in indicators(s) for good in (False, True)}
         self._requests = {k: self._requests.get(k, 0) for k in zero}
         self._slos, self._windows = tuple(slos), windows
         if history is not None and any(s.source == "probe" and s.name in fresh for s in slos):
@@ -90,15 +109,34 @@ class SLOEngine:
 
     def _add(self, results: Iterable[ProbeResult], count: bool, only: set[str] | None = None) -> None:
         probe_slos = [s for s in self._slos if s.source == "probe" and (only is None or s.name in only)]
+        plans = {s.name: _plan(s) for s in probe_slos}
         for r in results:
+            encoded = encode(r)
             for slo in probe_slos:
                 if r.target != slo.target or (slo.probe is not None and r.probe != slo.probe):
                     continue
+                budgets, objectives, bits = plans[slo.name]
                 good = is_good(r, slo.goodput)
+                missed, judged = judge(r, objectives, encoded)
                 segments = self._windows[slo.name]
-                segments[ALL].add(r, good)
+                segments[ALL].add(r, good, missed, encoded)
                 if slo.segment_by == "prompt_bucket":
-                    segments.setdefault(r.prompt_bucket, ProbeWindow(slo.window)).add(r, good)
+                    segments.setdefault(r.prompt_bucket, ProbeWindow(slo.window)).add(r, good, missed, encoded)
                 if count:
-                    key = (slo.name, good if budget_sli(slo) == "goodput" else r.ok)
-                    self._requests[key] = self._requests.get(key, 0) + 1
+                    self._count(slo.name, budgets, r, good, (missed, judged, bits))
+
+    def _count(self, slo: str, budgets: tuple[Indicator, ...], r: ProbeResult, good: bool,
+               objectives: tuple[int, int, dict[Indicator, int]]) -> None:
+        for ind in budgets:
+            verdict = _judged(r, ind, good, objectives)
+            if verdict is not None:
+                key = counter_key(slo, ind, verdict)
+                self._requests[key] = self._requests.get(key, 0) + 1
+
+
+def _plan(slo: SLO) -> tuple[tuple[Indicator, ...], tuple[tuple[str, float], ...], dict[Indicator, int]]:
+    """Return what judging a request for an SLO needs: its budgets, objectives and each budget's miss bit."""
+    budgets = indicators(slo)
+    bits = {ind: 1 << i for i, o in enumerate(slo.objectives) for ind in budgets
+            if (ind.metric, ind.percentile, ind.threshold) == (o.metric, o.percentile, o.threshold)}
+    return budgets, tuple((o.metric, o.threshold) for o in slo.objectives), bits

@@ -12,10 +12,10 @@ from sloguard.model import ProbeResult
 from sloguard.slo.burnrate import windows_for
 
 Source = Literal["probe", "server"]
+SLI = Literal["availability", "latency"]
 StageSource = Literal["probe", "server", "request"]  # request: measured per request (sloguard.traces)
-BudgetSLI = Literal["goodput", "success", "objectives"]
 
-# Used only when an SLO sets neither `error_rate` nor `goodput`: 99% of requests must succeed.
+# The implicit availability objective of an SLO that sets neither `error_rate` nor `goodput`.
 DEFAULT_SUCCESS_OBJECTIVE = 0.99
 
 
@@ -66,6 +66,7 @@ class SLO:
     windows: tuple[float, ...] = ()
     runbook_url: str | None = None
     dashboard_url: str | None = None
+    probe_rate: float | None = None  # requests/s the matching probes' schedules send (None: unknown)
 
     def __post_init__(self) -> None:
         if not self.windows:
@@ -75,11 +76,12 @@ class SLO:
     def key(self) -> tuple[object, ...]:
         """Return what decides the contents of the SLO's probe windows (kept across a reload iff equal).
 
-        Name, target, probe, source, goodput (the stored good flags), window (how far back rows are kept)
-        and segment_by. Objectives, budgets and error_rate are read at evaluation from rows that keep both
-        the ok and good flags, so changing only those keeps the windows as they are.
+        Name, target, probe, source, goodput (the stored good flags), objectives (the stored miss flags),
+        window (how far back rows are kept) and segment_by. Budgets, error_rate and the probe rate are read
+        at evaluation, so changing only those keeps the windows as they are.
         """
-        return (self.name, self.target, self.probe, self.source, self.goodput, self.window, self.segment_by)
+        return (self.name, self.target, self.probe, self.source, self.goodput, self.objectives, self.window,
+                self.segment_by)
 
 
 # Goodput criterion -> ProbeResult field; ITL is judged on the request's p99 gap.
@@ -90,51 +92,82 @@ SKIPPED_WHEN_UNDEFINED = frozenset({"tpot", "itl"})  # undefined for ≤1 output
 def is_good(result: ProbeResult, goodput: Goodput | None) -> bool:
     """Return whether a request succeeded and met every goodput threshold.
 
-    TPOT and ITL are undefined for ≤1 output token: that criterion is skipped for the request. A
-    succeeded request without TTFT or E2E (no token) fails those criteria.
+    TPOT and ITL are undefined for ≤1 output token: that criterion is skipped for the request. An
+    `empty` answer (only the end-of-sequence token: a success with E2E and no TTFT) skips TTFT too. A
+    succeeded request without E2E fails the criteria it lacks.
     """
     if not result.ok:
         return False
+    empty = result.ttft_s is None and result.e2e_s is not None
     for metric, threshold in goodput.thresholds() if goodput is not None else ():
         value = getattr(result, GOODPUT_FIELDS[metric])
-        if value is None and metric in SKIPPED_WHEN_UNDEFINED:
+        if value is None and (metric in SKIPPED_WHEN_UNDEFINED or (empty and metric == "ttft")):
             continue
         if value is None or value > threshold:
             return False
     return True
 
 
-def budget_sli(slo: SLO) -> BudgetSLI:
-    """Return what spends the error budget: not-good requests (goodput), failed ones (success) or objectives.
+@dataclass(frozen=True, slots=True)
+class Indicator:
+    """One error budget of an SLO: what spends it (`sli`) and the good ratio it is measured against.
 
-    Server SLOs: observations above each objective's threshold, beyond its 1 − percentile/100 allowance
-    (sloguard.slo.evaluate). Probe SLOs: an explicit `error_rate` wins; else a `goodput` block makes every
-    request that fails or misses a goodput threshold spend budget; with neither, failures spend it
-    against DEFAULT_SUCCESS_OBJECTIVE.
+    availability: failed requests spend it; latency: requests that are not good (goodput block; a failed
+    request is never good) or, per objective, requests missing that objective's threshold (censored ones
+    included: a request that ended before the metric's event is a miss). `implicit`: the availability
+    budget sloguard adds against DEFAULT_SUCCESS_OBJECTIVE when neither error_rate nor goodput is set.
     """
+
+    sli: SLI
+    objective: float
+    metric: str | None = None  # per-objective latency budgets only
+    percentile: float | None = None
+    threshold: float | None = None
+    implicit: bool = False
+
+    @property
+    def allowed(self) -> float:
+        """Return the allowed bad ratio, 1 − objective."""
+        return 1.0 - self.objective
+
+    def labels(self) -> dict[str, str]:
+        """Return the labels that name this budget in every exported series and alert.
+
+        A per-objective budget adds `metric` and `percentile` (95, not 0.95: promtool reserves the
+        `quantile` label for summaries, and these series are gauges and counters).
+        """
+        if self.metric is None or self.percentile is None:
+            return {"sli": self.sli}
+        return {"sli": self.sli, "metric": self.metric, "percentile": f"{self.percentile:g}"}
+
+
+def indicators(slo: SLO) -> tuple[Indicator, ...]:
+    """Return the SLO's budgets, availability first (README "Exact definitions").
+
+    Probe SLOs: `error_rate` gives availability; `goodput` gives one latency budget (target = goodput
+    target); without goodput, each objective "p-th percentile of m ≤ T" is a latency budget of its own
+    (objective p/100: at most 1 − p/100 of the requests may miss T). Neither error_rate nor goodput: the
+    implicit availability budget (DEFAULT_SUCCESS_OBJECTIVE), so failures always reach a budget and a page.
+    Server SLOs: one latency budget per objective (engine histograms; aborted requests count as misses).
+    """
+    per_objective = tuple(Indicator("latency", o.quantile, o.metric, o.percentile, o.threshold)
+                          for o in slo.objectives)
     if slo.source == "server":
-        return "objectives"
-    if slo.error_objective is None and slo.goodput is not None:
-        return "goodput"
-    return "success"
-
-
-def budget_objective(slo: SLO) -> float:
-    """Return the good-ratio the error budget is measured against (burn rate = bad ratio / (1 - this)).
-
-    Server SLOs: the strictest objective's percentile / 100 (see budget_sli).
-    """
-    if slo.source == "server" and slo.objectives:
-        return max(o.quantile for o in slo.objectives)
+        return per_objective
+    out: list[Indicator] = []
     if slo.error_objective is not None:
-        return slo.error_objective
+        out.append(Indicator("availability", slo.error_objective))
+    elif slo.goodput is None:
+        out.append(Indicator("availability", DEFAULT_SUCCESS_OBJECTIVE, implicit=True))
     if slo.goodput is not None:
-        return slo.goodput.target
-    return DEFAULT_SUCCESS_OBJECTIVE
+        out.append(Indicator("latency", slo.goodput.target))
+    else:
+        out.extend(per_objective)
+    return tuple(out)
 
 
-def slo_from_spec(spec: SLOSpec) -> SLO:
-    """Return the internal SLO for one config entry."""
+def slo_from_spec(spec: SLOSpec, probe_rate: float | None = None) -> SLO:
+    """Return the internal SLO for one config entry (`probe_rate`: requests/s its probes schedule)."""
     gp = spec.goodput
     return SLO(
         name=spec.name,
@@ -150,17 +183,29 @@ def slo_from_spec(spec: SLOSpec) -> SLO:
         windows=windows_for(spec.error_budget_window),
         runbook_url=spec.runbook_url,
         dashboard_url=spec.dashboard_url,
+        probe_rate=probe_rate if spec.source == "probe" else None,
     )
+
+
+def scheduled_rate(cfg: Config, spec: SLOSpec) -> float | None:
+    """Return the requests/s the probes feeding a probe SLO send (1 / interval each); None without probes."""
+    rate = sum(1.0 / p.interval for p in cfg.probes
+               if p.target == spec.target and (spec.probe is None or p.name == spec.probe))
+    return rate or None
 
 
 def slos_from_config(cfg: Config) -> tuple[SLO, ...]:
     """Return the internal SLOs of a config, in config order."""
-    return tuple(slo_from_spec(s) for s in cfg.slos)
+    return tuple(slo_from_spec(s, scheduled_rate(cfg, s)) for s in cfg.slos)
 
 
 @dataclass(frozen=True, slots=True)
 class ObjectiveStatus:
-    """One objective over one window (and segment): the quantile read and whether it holds."""
+    """One objective over one window (and segment): the quantile read and whether it holds.
+
+    `censored`: the value is only a lower bound, because requests that ended before the metric's event
+    (`censored_count` of the window's `count`) could move it; such an objective is judged missed.
+    """
 
     metric: str
     percentile: float
@@ -171,6 +216,9 @@ class ObjectiveStatus:
     compliant: bool | None
     fraction_le: float | None = None  # server SLOs: share of observations ≤ threshold
     exact: bool = True
+    censored: bool = False
+    censored_count: int = 0
+    count: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,10 +249,50 @@ class WindowStatus:
     failed: int | None
     goodput_ratio: float | None
     goodput_rate: float | None  # good requests per observed second of the window (evaluate: covered)
-    error_ratio: float | None  # share of requests that spent error budget (see budget_sli)
     failure_ratio: float | None
-    burn_rate: float | None
     exact: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class BurnStatus:
+    """One budget over one window (all requests): bad count, its share, burn rate and the guard's evidence.
+
+    `requests`: the budget's population (probe: requests with a value or a censoring for a per-objective
+    budget, else all; server: histogram observations plus aborted requests). `evidence` = bad / the guard's
+    minimum bad count (≥ 1: the bad count is significant, see sloguard.slo.burnrate).
+    """
+
+    indicator: Indicator
+    window: float
+    requests: float
+    bad: float
+    error_ratio: float | None
+    burn_rate: float | None
+    min_bad: float | None
+    evidence: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetStatus:
+    """One budget over the SLO window: remaining = 1 − bad / allowed, allowed = (1 − objective) × expected.
+
+    `expected`: requests the whole window is expected to hold (probe SLOs: the schedule, never fewer than
+    seen; otherwise the observed rate extrapolated over the window). `covered`: seconds of the window the
+    data spans (now − oldest data point, ≤ window), from the data itself, so a restart keeps it.
+    """
+
+    indicator: Indicator
+    window: float
+    remaining: float | None
+    bad: float
+    allowed: float | None
+    expected: float | None
+    covered: float
+
+    @property
+    def coverage(self) -> float:
+        """Return the share of the window the data spans (0..1)."""
+        return min(1.0, self.covered / self.window) if self.window > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -213,10 +301,9 @@ class SLOStatus:
 
     slo: SLO
     now: float
-    objective: float
-    sli: BudgetSLI
     windows: tuple[WindowStatus, ...]
     objectives: tuple[ObjectiveStatus, ...]
     stages: tuple[StageStatus, ...]
-    error_budget_remaining: float | None
+    budgets: tuple[BudgetStatus, ...]
+    burns: tuple[BurnStatus, ...]
     worst_stage: str | None

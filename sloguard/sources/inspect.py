@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from sloguard.config.spec import TargetSpec
-from sloguard.model import Histogram, ServerView
+from sloguard.model import Histogram, Sample, ServerView
 from sloguard.sources.base import SourceError
-from sloguard.sources.engines import ENGINES, normalise
+from sloguard.sources.engines import ENGINES, detect_engine, normalise
 from sloguard.sources.engines.provenance import Fed, provenance
 from sloguard.sources.parse import ParseError, parse_text
 from sloguard.sources.scrape import ScrapeSource
@@ -115,9 +115,26 @@ def main(argv: list[str]) -> int:
         print(json.dumps(raw, indent=None if args.json else 1))
         return 0
     view = normalise(samples, args.engine, "inspect", 0.0)
+    if (problem := unrecognised(view, samples, args.engine)) is not None:
+        print(f"sloguard inspect-metrics: {args.source}: {problem}", file=sys.stderr)
+        return 1
     feds = provenance(ENGINES[view.engine], samples) if view.engine in ENGINES else []
     if args.json:
         print(json.dumps({**view_json(view), "signals": signals_json(feds)}, indent=2))
     else:
         print(_text(view, feds))
     return 0
+
+
+def unrecognised(view: ServerView, samples: Sequence[Sample], engine: str) -> str | None:
+    """Say why a parsed page gave no engine signals (not an engine page, or the wrong --engine); None if it did."""
+    if view.models:
+        return None
+    names = sorted({s.name for s in samples})
+    seen = f"{len(samples)} sample(s), e.g. {', '.join(names[:3])}" if names else "no samples"
+    if engine == "auto":
+        return (f"no inference-engine metrics recognised ({seen}); expected the /metrics of one of "
+                f"{', '.join(ENGINES)} (--raw prints what was parsed)")
+    detected = detect_engine(samples)
+    hint = f"it looks like {detected}: use --engine {detected} or auto" if detected else "try --engine auto"
+    return f"no {engine} metrics found ({seen}); {hint}"

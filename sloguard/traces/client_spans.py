@@ -31,7 +31,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from sloguard import __version__
 from sloguard.config.spec import SpanExportSpec
 from sloguard.model import ProbeResult
-from sloguard.probes.metrics import outcome
+from sloguard.probes.outcome import outcome
 from sloguard.traces.ids import probe_span_id
 from sloguard.traces.otlp import encode_spans
 from sloguard.traces.span import SpanData

@@ -25,14 +25,14 @@ class RawRing:
     """Keep the newest ≥ cap rows exactly, sorted by timestamp (ties in arrival order); evict the oldest in chunks.
 
     Each metric column is allocated on its first finite value (None = all NaN), 8 bytes per row after that;
-    a row costs 9 bytes plus its columns. `version` changes whenever held rows move or leave (anything but an
-    append at the end), so callers can cache per-position results.
+    a row costs 10 bytes (timestamp, 16 flag bits) plus its columns. `version` changes whenever held rows
+    move or leave (anything but an append at the end), so callers can cache per-position results.
     """
 
     def __init__(self, n_metrics: int, cap: int = RAW_CAP, chunk: int = EVICT_CHUNK) -> None:
         self._cap, self._chunk = cap, chunk
         self._ts = np.zeros(0)
-        self._flags = np.zeros(0, dtype=np.uint8)
+        self._flags = np.zeros(0, dtype=np.uint16)
         self._cols: list[np.ndarray | None] = [None] * n_metrics
         self._start = self._end = 0
         self.version = 0
@@ -42,7 +42,7 @@ class RawRing:
 
     def append(self, ts: float, flags: int, row: np.ndarray) -> Rows | None:
         """Add one row; return the rows evicted to make room, if any."""
-        return self.extend(Rows(np.array([ts]), np.array([flags], dtype=np.uint8), row.reshape(1, -1)))
+        return self.extend(Rows(np.array([ts]), np.array([flags], dtype=np.uint16), row.reshape(1, -1)))
 
     def extend(self, block: Rows) -> Rows | None:
         """Add rows in any order (a stable sort places them); return the oldest rows evicted, if any."""
@@ -76,6 +76,10 @@ class RawRing:
     def flags(self) -> np.ndarray:
         """Return a view of the flag bits held, in timestamp order."""
         return self._flags[self._start : self._end]
+
+    def allocated(self, m: int) -> bool:
+        """Return whether metric m has held a finite value (else every row is NaN)."""
+        return self._cols[m] is not None
 
     def column(self, m: int, lo: int, hi: int) -> np.ndarray:
         """Return metric m of held rows lo..hi (positions as counted by index); NaN where undefined."""

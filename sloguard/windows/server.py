@@ -80,6 +80,22 @@ class ServerWindows:
         ]
         return merge(found)
 
+    def span(self, target: str, signal: str, window: float, now: float) -> float:
+        """Return the seconds the window's delta of a target's signal spans (the longest model's; 0 if none).
+
+        Like `histogram`, the delta reaches back to the scrape at or just before now − window, so the span
+        may exceed the window by up to one scrape interval: it is the time the observations were made in.
+        """
+        spans = [found[1] for (t, _, s), win in self._hist.items()
+                 if t == target and s == signal and (found := win.over_span(window, now)) is not None]
+        return max(spans, default=0.0)
+
+    def finished(self, target: str, reasons: frozenset[str], window: float, now: float) -> float:
+        """Return the requests a target finished with one of `reasons` in the window (0 where not reported)."""
+        names = {f"finished:{r}" for r in reasons}
+        return sum(found[0].count for (t, _, n), win in self._count.items()
+                   if t == target and n in names and (found := win.over_span(window, now)) is not None)
+
     def reconfigure(self, targets: Collection[str], max_age: float, now: float) -> None:
         """Apply a reload: forget removed targets and series silent for max_age, adopt the new horizon."""
         self.max_age = max_age

@@ -118,9 +118,10 @@ class ExactQuantiles:
 
     def quantiles(self, qs: Sequence[float]) -> tuple[float, ...] | None:
         """Return the quantiles (q in 0..1) of the finite values; None when there are none."""
-        return lerp_percentiles(self.n, qs, self._at) if self.n else None
+        return lerp_percentiles(self.n, qs, self.at) if self.n else None
 
-    def _at(self, rank: int) -> float:
+    def at(self, rank: int) -> float:
+        """Return the order statistic of a rank (0 = smallest finite value)."""
         j = int(np.searchsorted(self._cum, rank, side="right"))
         run = self._runs.get(j)
         if run is None:
@@ -130,9 +131,12 @@ class ExactQuantiles:
 
 def quantile(sketch: Sketch, q: float) -> float | None:
     """Return the value of rank q·(n−1) within 1% relative error; None for an empty sketch."""
-    if sketch.keys.size == 0:
+    return None if sketch.keys.size == 0 else at_rank(sketch, q * (sketch.count - 1))
+
+
+def at_rank(sketch: Sketch, rank: float) -> float | None:
+    """Return the value of a rank (0 = smallest) within 1% relative error; None beyond the sketch's count."""
+    if sketch.keys.size == 0 or rank > sketch.count - 1:
         return None
-    cumulative = np.cumsum(sketch.counts)
-    rank = q * (int(cumulative[-1]) - 1)
-    idx = int(np.searchsorted(cumulative, rank, side="right"))
+    idx = int(np.searchsorted(np.cumsum(sketch.counts), rank, side="right"))
     return float(_MAPPING.value(int(sketch.keys[min(idx, sketch.keys.size - 1)])))

@@ -30,8 +30,15 @@ def test_otlp_span_arrives_and_a_missing_inband_record_is_named(tmp_path: Path) 
         done = _check(otlp)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "records: target sim: ok: otlp record arrived" in done.stdout
+        default = tmp_path / "default.yaml"
+        default.write_text(text)  # the simulator was not started with --enable-per-request-metrics
+        done = _check(default)  # the default uses a record where one comes: its absence is a note
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "records: target sim: ok: no per-request record (optional under the default" in done.stdout
+        assert "--enable-per-request-metrics" in done.stdout
         inband = tmp_path / "inband.yaml"
-        inband.write_text(text)  # the simulator was not started with --enable-per-request-metrics
-        done = _check(inband)
+        inband.write_text(text.replace("    model: sim-llama-3-8b\n",
+                                       "    model: sim-llama-3-8b\n    server_records: inband\n", 1))
+        done = _check(inband)  # asked for explicitly: missing is a failure
         assert done.returncode == 1
         assert "records: target sim: MISSING: no in-band record" in done.stdout

@@ -146,16 +146,18 @@ def test_real_prometheus_scrapes_the_daemon(daemon: Proc, tmp: Path) -> None:
             wait_until(lambda q=q: bool(prom_query(prom, q)), 20, f"{q} in Prometheus")
 
 
-def test_sigterm_exits_zero_within_ten_seconds(tmp: Path, sim: Proc) -> None:
+def test_sigterm_exits_zero_before_systemd_would_kill(tmp: Path, sim: Proc) -> None:
     sub = tmp / "term"
     sub.mkdir()
     proc = start_daemon(sub, sim_config(sim, free_port(), sub / "state"))
     wait_until(lambda: http_get(f"{proc.url}/-/ready")[0] == 200, 20, "/-/ready")
     start = time.monotonic()
     proc.popen.send_signal(signal.SIGTERM)
-    code = proc.popen.wait(timeout=10)
+    # The contract is the unit's TimeoutStopSec=20s (SIGKILL after); the daemon's own waits add up to well under
+    # 10 s on an idle host (probe process 4 s, alert delivery 2 s), which a busy CI host must not turn into a fail.
+    code = proc.popen.wait(timeout=20)
     assert code == 0, proc.output()
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < 20
 
 
 def test_a_killed_probe_process_is_restarted(daemon: Proc) -> None:

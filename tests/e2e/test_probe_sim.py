@@ -19,13 +19,17 @@ from sloguard.probes.worker import ProbeWorker
 pytestmark = pytest.mark.e2e
 SEED = 7
 MODEL = "sim-llama-3-8b"
-TOLERANCE_S = 0.010  # loopback request send + first-chunk write; measured ~1 ms on an idle host
+# Slowed 20x, a decode step lasts 250 ms: the probe's first token must come before the server's second one, with
+# room for a busy host's scheduling lag. The sub-millisecond accuracy is measured by benchmarks/probe_timing.py.
+TIME_SCALE = 20
 
 
 @pytest.fixture()
-def sim() -> Iterator[str]:
+def sim(request: pytest.FixtureRequest) -> Iterator[str]:
+    scale = getattr(request, "param", 1)
     proc = subprocess.Popen([sys.executable, "-m", "sloguard", "sim", "--listen", "127.0.0.1:0", "--seed",
-                             str(SEED), "--background-rps", "0"], stdout=subprocess.PIPE, text=True)
+                             str(SEED), "--background-rps", "0", "--time-scale", str(scale)],
+                            stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
@@ -42,12 +46,13 @@ def http(url: str, body: dict[str, Any] | None = None) -> Any:
         return json.loads(resp.read())
 
 
+@pytest.mark.parametrize("sim", [TIME_SCALE], indirect=True)
 def test_probe_once_ttft_matches_simulator_first_token(sim: str, tmp_path: Path) -> None:
     http(f"{sim}/sim/faults", {"stall_first_token_s": 0.4})
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"""version: sloguard/v1
 targets: [{{name: sim, engine: vllm, api_url: "{sim}", model: {MODEL}}}]
-probes: [{{name: chat, target: sim, api: chat, max_tokens: 16, prompts: [{{tokens: 64}}]}}]
+probes: [{{name: chat, target: sim, api: chat, max_tokens: 4, prompts: [{{tokens: 64}}]}}]
 """)
     out = subprocess.run([sys.executable, "-m", "sloguard", "probe", "-c", str(cfg), "--once", "--json"],
                          capture_output=True, text=True, timeout=60, check=False)
@@ -56,10 +61,15 @@ probes: [{{name: chat, target: sim, api: chat, max_tokens: 16, prompts: [{{token
     server = http(f"{sim}/sim/requests/chatcmpl-sim{SEED}-00000001")  # the first client request
     assert row["ok"] is True and row["ttft_s"] > 0.4
     assert server["stall_s"] == 0.4
-    assert abs(row["ttft_s"] - server["first_token_s"]) < TOLERANCE_S, (row["ttft_s"], server["first_token_s"])
+    profile = http(f"{sim}/sim/profile")["profile"]
+    decode_step = profile["decode_base_s"] + profile["decode_per_seq_s"]
+    # The probe sends before the server receives and reads after the server stamps; less than half a decode
+    # step later, so the first token is the one measured (not the role chunk, not the second token).
+    assert server["first_token_s"] - 1e-3 <= row["ttft_s"] < server["first_token_s"] + decode_step / 2, (
+        row["ttft_s"], server["first_token_s"], decode_step)
     assert row["output_tokens"] == server["output_tokens"]
     assert row["prompt_tokens"] == server["prompt_tokens"]
-    assert "itls_s" not in row and len(row["trace_id"]) == 32
+    assert "itl_counts" not in row and len(row["trace_id"]) == 32
 
 
 def _drain_until(worker: ProbeWorker, want: int, deadline_s: float) -> list[Any]:

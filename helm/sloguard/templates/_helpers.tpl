@@ -71,3 +71,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "sloguard.stateClaimName" -}}
 {{- .Values.state.existingClaim | default (printf "%s-state" (include "sloguard.fullname" .)) }}
 {{- end }}
+
+{{/* The image: there is no public one, so image.repository must be set (build it from the Dockerfile). */}}
+{{- define "sloguard.image" -}}
+{{- $repo := required "image.repository is required: no public sloguard image exists. Build it from the repository's Dockerfile (docker build -t REGISTRY/sloguard:TAG .), push it, then set --set image.repository=REGISTRY/sloguard (docs/deploy.md, Helm)" .Values.image.repository -}}
+{{- printf "%s:%s" $repo (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end }}

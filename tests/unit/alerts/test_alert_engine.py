@@ -10,7 +10,7 @@ from sloguard.alerts import engine
 from sloguard.alerts.engine import Alert
 from sloguard.alerts.rules import Rule, builtin_rules, burn_rules, parse_expr
 from sloguard.model import Sample
-from sloguard.slo.model import SLO
+from sloguard.slo.model import SLO, Goodput, Objective
 
 
 def rule(for_: float = 0.0, keep: float = 0.0) -> Rule:
@@ -52,21 +52,40 @@ def test_each_series_is_its_own_instance_with_templated_annotations() -> None:
     assert len(events) == 2
 
 
-@pytest.mark.parametrize(("long_v", "short_v", "fires"), [
-    (20.0, 20.0, True), (20.0, 1.0, False), (1.0, 20.0, False), (13.44, 13.44, False),
+def _burn_samples(long_v: float, short_v: float, evidence: float, sli: str = "latency") -> list[Sample]:
+    lab = {"slo": "ux", "sli": sli}
+    return [Sample("sloguard_slo_burn_rate", {**lab, "window": "5m"}, long_v),
+            Sample("sloguard_slo_burn_rate", {**lab, "window": "1m"}, short_v),
+            Sample("sloguard_slo_burn_evidence_ratio", {**lab, "window": "5m"}, evidence),
+            Sample("sloguard_slo_burn_rate", {"slo": "other", "sli": sli, "window": "1m"}, 99.0),
+            Sample("sloguard_slo_error_budget_remaining_ratio", lab, 0.09),
+            Sample("sloguard_slo_window_coverage_ratio", lab, 2 / 24)]
+
+
+@pytest.mark.parametrize(("long_v", "short_v", "evidence", "fires"), [
+    (62.0, 62.0, 1.0, True), (62.0, 1.0, 5.0, False), (1.0, 62.0, 5.0, False), (14.4, 14.4, 5.0, False),
+    (62.0, 62.0, 0.99, False),  # a 62x "burn" from too few bad requests to be significant
 ])
-def test_burn_rule_needs_both_windows(long_v: float, short_v: float, fires: bool) -> None:
-    slo = SLO(name="s", target="t", error_objective=0.99, window=28 * 86400.0)
-    page = burn_rules(slo)[0]  # 1h/5m at 0.02 × 28d / 1h = 13.44
-    samples = [Sample("sloguard_slo_burn_rate", {"slo": "s", "window": "1h"}, long_v),
-               Sample("sloguard_slo_burn_rate", {"slo": "s", "window": "5m"}, short_v),
-               Sample("sloguard_slo_burn_rate", {"slo": "other", "window": "5m"}, 99.0)]
-    active, _ = engine.evaluate([page], {}, samples, 0.0)
+def test_burn_rule_needs_both_windows_and_evidence(long_v: float, short_v: float, evidence: float,
+                                                   fires: bool) -> None:
+    slo = SLO(name="ux", target="t", goodput=Goodput(0.99, ttft=0.8), window=86400.0, probe_rate=2.0)
+    page = burn_rules(slo)[0]  # 5m/1m at 14.4x on a 1d window
+    active, _ = engine.evaluate([page], {}, _burn_samples(long_v, short_v, evidence), 0.0)
     assert bool(active) is fires
     if fires:
         a = next(iter(active.values()))
-        assert dict(a.labels) == {"alertname": "SloguardErrorBudgetBurn", "severity": "page", "slo": "s",
-                                  "long_window": "1h", "short_window": "5m"}
+        assert dict(a.labels) == {"alertname": "SloguardErrorBudgetBurn", "severity": "page", "slo": "ux",
+                                  "sli": "latency", "long_window": "5m", "short_window": "1m"}
+        assert dict(a.annotations)["summary"] == ("SLO ux latency budget burning 62x (page at 14.4x over 5m and "
+                                                  "1m); 9% of the 1d budget left (2h 0m 0s of data)")
+
+
+def test_burn_rules_skip_rows_that_cannot_mean_anything() -> None:
+    """A median objective (50% allowed misses) can burn 2x at most: only the 1x ticket row is kept."""
+    slo = SLO(name="s", target="t", objectives=(Objective("tpot", 50, 0.05),), window=86400.0, probe_rate=0.5)
+    labels = [dict(r.labels) for r in burn_rules(slo)]
+    got = {(lab.get("sli"), lab.get("metric"), lab["severity"]) for lab in labels}
+    assert got == {("availability", None, "page"), ("availability", None, "ticket"), ("latency", "tpot", "ticket")}
 
 
 def test_removed_rule_resolves_its_firing_alerts() -> None:

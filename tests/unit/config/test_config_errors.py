@@ -50,6 +50,30 @@ CASES: list[tuple[str, Any, list[str]]] = [
     ("slos[0].objectives[0].threshold", 1, [
         "slos[0].objectives[0].threshold: ambiguous bare number 1: write a unit, e.g. '1s' or '1ms'"]),
     ("slos[0].objectives[0].percentile", 100, ["slos[0].objectives[0].percentile: must be < 100"]),
+    ("slos[0].objectives[0].percentile", 0, ["slos[0].objectives[0].percentile: must be > 0"]),
+    ("slos[0].objectives[0].percentile", 0.95, [
+        "slos[0].objectives[0].percentile: 0.95 is a percentile in (0, 100), not a quantile: did you mean 95?"]),
+    ("slos[0].objectives[0].percentile", 0.999, [
+        "slos[0].objectives[0].percentile: 0.999 is a percentile in (0, 100), not a quantile: did you mean 99.9?"]),
+    ("slos[0].objectives[0].percentile", 1, [
+        "slos[0].objectives[0].percentile: 1 is a percentile in (0, 100), not a quantile: did you mean 99?"]),
+    ("slos[0].objectives[0].percentile", 1.5, []),  # the 1.5th percentile is a percentile
+    ("slos[0].objectives", [{"metric": "ttft", "percentile": 50 + i, "threshold": "1s"} for i in range(15)], [
+        "slos[0].objectives: at most 14 objectives per probe SLO"]),
+    ("alerts", [{"name": "A", "expr": 'sloguard_slo_quantile_seconds{slo="chat_ux",window="7m"} > 1'}], [
+        'alerts[0].expr: slo="chat_ux" matches no series: sloguard exports slo values s0, s1',
+        'alerts[0].expr: window="7m" matches no series: sloguard exports window values 1d, 1h, 1m, 28d, '
+        "2h, 30m, 3d, 5m, 6h"]),
+    ("alerts", [{"name": "A", "expr": 'sloguard_slo_burn_rate{slo="s0",sli="latncy",window="1h"} > 1'}], [
+        'alerts[0].expr: sli="latncy" matches no series: sloguard exports sli values availability, latency']),
+    ("alerts", [{"name": "A", "expr": 'sloguard_probe_requests_total{probe="q",target="chat"} > 1'},
+                {"name": "B", "expr": 'sloguard_slo_quantile_seconds{metric="e2e",quantile="0.9"} > 1'}], [
+        'alerts[0].expr: probe="q" matches no series: sloguard exports probe values p',
+        'alerts[1].expr: metric="e2e" matches no series: sloguard exports metric values tpot, ttft']),
+    ("alerts", [{"name": "A", "expr": 'sloguard_slo_quantile_seconds{slo="s0",metric="ttft",quantile="0.95",'
+                                      'window="5m",prompt_bucket=""} > 1'},
+                {"name": "B", "expr": 'sloguard_slo_burn_rate{slo=~"chat_.*",sli!="x"} > 1'},
+                {"name": "C", "expr": 'up{slo="anything"} == 0'}], []),  # known, regex, negative, not ours
     ("slos[0].objectives[0].metric", "latency", [
         "slos[0].objectives[0].metric: must be one of 'ttft', 'ttfot', 'itl', 'tpot', 'e2e', 'queue', "
         "'prefill' or 'decode', got 'latency'"]),

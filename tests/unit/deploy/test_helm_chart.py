@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from sloguard.config.load import load_config
+from sloguard.config.schema import config_schema
 from sloguard.config.spec import Config
 from sloguard.rulegen.prometheus import generate
 
@@ -29,11 +30,14 @@ CASES = {"default": (), "all": ("ci/all-values.yaml",), "deployment": ("ci/deplo
 KUBE_VERSIONS = ("1.25.0", kubernetes_validate.latest_version())  # Chart.yaml kubeVersion floor, newest
 CRD_KINDS = ("ServiceMonitor", "PrometheusRule")
 GROUPS_PLACEHOLDER = "<rule groups: see the test_prometheus_rule_* tests>"
+TEST_IMAGE = "registry.example.com/sloguard"
 
 
-def _helm(*args: str) -> subprocess.CompletedProcess[str]:
+def _helm(*args: str, image: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run helm in the chart; template and lint get the test image (the chart has no default: none exists)."""
     assert HELM.is_file(), f"{HELM} is missing: run scripts/setup.sh"
-    return subprocess.run([str(HELM), *args], capture_output=True, text=True, cwd=CHART, timeout=60)
+    extra = ["--set", f"image.repository={TEST_IMAGE}"] if image and args and args[0] in ("template", "lint") else []
+    return subprocess.run([str(HELM), *args, *extra], capture_output=True, text=True, cwd=CHART, timeout=60)
 
 
 def _render(values: tuple[str, ...], *sets: str) -> list[dict[str, Any]]:
@@ -259,7 +263,8 @@ def test_values_schema_embeds_the_config_spec() -> None:
     """values.schema.json's `config` is Config's JSON schema, so helm rejects a bad sloguard.yaml at install."""
     path = CHART / "values.schema.json"
     schema = json.loads(path.read_text())
-    spec = Config.model_json_schema(mode="validation")
+    spec = config_schema()
+    del spec["$schema"], spec["title"]
     defs = spec.pop("$defs")
     config = {"description": schema["properties"]["config"]["description"], **spec}
     if UPDATE:
@@ -360,7 +365,8 @@ def _notes(tmp_path: Path, *values: str) -> str:
         'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: notes}\n'
         'data: {notes: {{ tpl (.Files.Get "files/NOTES.txt") . | quote }}}\n'
     )
-    args = [str(HELM), "template", "sloguard", ".", "--show-only", "templates/notes.yaml"]
+    args = [str(HELM), "template", "sloguard", ".", "--show-only", "templates/notes.yaml",
+            "--set", f"image.repository={TEST_IMAGE}"]
     args += [a for v in values for a in ("-f", str(CHART / v))]
     done = subprocess.run(args, capture_output=True, text=True, cwd=chart, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -379,3 +385,17 @@ def test_notes_warn_about_lost_state_and_per_node_pages(tmp_path: Path) -> None:
     emptydir = tmp_path / "emptydir.yaml"
     emptydir.write_text("mode: deployment\n")
     assert "LOST whenever the pod is replaced" in _notes(tmp_path / "emptydir", str(emptydir))
+
+
+def test_no_default_image_fails_with_a_clear_message() -> None:
+    """No public image exists: rendering (template, or install before it applies) says how to build and set one."""
+    done = _helm("template", "sloguard", ".", image=False)
+    assert done.returncode != 0
+    assert "image.repository is required: no public sloguard image exists" in done.stderr, done.stderr
+    assert "docker build" in done.stderr and "--set image.repository=" in done.stderr
+
+
+def test_the_image_is_the_one_set() -> None:
+    pod = _pod(_render((), "image.tag=1.2.3"))
+    images = {c["image"] for c in pod["containers"] + pod.get("initContainers", [])}
+    assert images == {f"{TEST_IMAGE}:1.2.3"}

@@ -16,12 +16,14 @@ from sloguard.config.spec import Config
 ROOT = Path(__file__).resolve().parents[3]
 UNIT = ROOT / "systemd" / "sloguard.service"
 EXAMPLE = ROOT / "systemd" / "sloguard.yaml"
+DEPLOY_MD = ROOT / "docs" / "deploy.md"
 GOOD_RATINGS = ("PERFECT", "SAFE", "OK")  # systemd 252's words, best first; MEDIUM starts at exposure 5.0
 
 REQUIRED = (
     ("Type", "notify"),  # the daemon implements sd_notify (sloguard/notify.py)
     ("WatchdogSec", "60s"),
     ("DynamicUser", "yes"),
+    ("User", "sloguard"),  # scripts/install.sh creates it (sysusers.d); without it systemd makes a dynamic one
     ("StateDirectory", "sloguard"),
     ("ConfigurationDirectory", "sloguard"),
     # systemd creates /etc/sloguard root-owned and does not chown it to the DynamicUser: 0750 hides the config.
@@ -94,6 +96,10 @@ def test_security_rating_is_ok_or_better(tmp_path: Path) -> None:
     assert match.group(2) in GOOD_RATINGS, match.group(0)
     assert float(match.group(1)) < 5.0
     assert done.returncode == 0, done.stderr
+    # docs/deploy.md quotes the figure: it must be the one systemd-analyze gives.
+    quoted = re.search(r"systemd-analyze security sloguard.service` rates it \*\*([0-9.]+) (\w+)\*\*",
+                       DEPLOY_MD.read_text())
+    assert quoted and quoted.groups() == match.groups(), (quoted and quoted.groups(), match.groups())
 
 
 @pytest.mark.parametrize(("key", "value"), REQUIRED)

@@ -16,8 +16,8 @@ from aiohttp import web
 from aiohttp.client_proto import ResponseHandler
 
 from sloguard.probes.arrival import Arrivals, Slicer, StampedResponse, install
-from sloguard.probes.openai import decode_chat
-from sloguard.probes.stream import Events, fetch, make_session
+from sloguard.probes.sse import split
+from sloguard.probes.stream import fetch, make_session
 
 EV = [b'data: {"choices":[{"delta":{"content":"%d"}}]}\n\n' % i for i in range(4)]
 CHUNKED = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -67,10 +67,7 @@ async def parse(reads: list[bytes]) -> tuple[Arrivals, list[tuple[int, bytes]], 
 
 
 def events_of(pieces: list[tuple[int, bytes]]) -> list[int]:
-    ev = Events(decode_chat)
-    for t, data in pieces:
-        ev.feed(t, data)
-    return [t for t, _ in ev.events]
+    return [e.t_ns for e in split(pieces)[0]]
 
 
 @pytest.mark.parametrize("head", [CHUNKED, CLOSE])
@@ -114,7 +111,11 @@ def test_new_response_on_same_connection_starts_new_marks() -> None:
     assert kept == [(1, 7)] and log.marks == [(3, 3)] and log.payload is second
 
 
-async def serve_and_fetch(gap: float, sink: Callable[[int, bytes], None]) -> Any:
+async def serve_and_fetch(gap: float, seen: list[tuple[int, bytes, int]]) -> Any:
+    """Fetch through the arrival hook; `seen` gets (stamp, bytes, when the sink ran) per piece."""
+    async def sink(t_ns: int, data: bytes) -> None:
+        seen.append((t_ns, data, time.perf_counter_ns()))
+
     async def handle(request: web.Request) -> web.StreamResponse:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
@@ -145,14 +146,15 @@ def test_stamp_independent_of_reader_wakeup(monkeypatch: pytest.MonkeyPatch) -> 
         return hook_stamps[-1]
 
     monkeypatch.setattr(StampedResponse, "clock", staticmethod(clock))
-    seen: list[tuple[int, int]] = []
-    f = asyncio.run(serve_and_fetch(0.05, lambda t, _d: seen.append((t, time.perf_counter_ns()))))
-    assert f.error is None and f.late == 0 and len(f.chunks) >= len(EV)
-    assert {t for t, _ in f.chunks} <= set(hook_stamps)
-    assert all(resumed - t >= 25_000_000 for t, resumed in seen)
+    seen: list[tuple[int, bytes, int]] = []
+    f = asyncio.run(serve_and_fetch(0.05, seen))
+    assert f.error is None and f.late == 0 and len(seen) >= len(EV)
+    assert {t for t, _, _ in seen} <= set(hook_stamps)
+    assert all(resumed - t >= 25_000_000 for t, _, resumed in seen)
 
 
 def test_loopback_body_fully_covered_by_hook() -> None:
-    f = asyncio.run(serve_and_fetch(0.0, lambda _t, _d: None))
+    seen: list[tuple[int, bytes, int]] = []
+    f = asyncio.run(serve_and_fetch(0.0, seen))
     assert f.error is None and f.late == 0
-    assert b"".join(d for _, d in f.chunks) == b"".join([*EV, b"data: [DONE]\n\n"])
+    assert b"".join(d for _, d, _ in seen) == b"".join([*EV, b"data: [DONE]\n\n"])

@@ -24,7 +24,7 @@ def test_table_rows_and_units() -> None:
 @pytest.mark.parametrize(("text", "args"), [
     ("version: sloguard/v1\n", ["--once"]),  # no probes
     ("version: sloguard/v9\n", ["--once"]),  # invalid config
-    ("version: sloguard/v1\n", []),  # --once missing
+    ("version: sloguard/v1\n", []),  # no probes to repeat either
 ])
 def test_exit_2(tmp_path: Path, text: str, args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     cfg = tmp_path / "c.yaml"

@@ -12,8 +12,10 @@ from aiohttp import web
 from sloguard.model import ProbeResult
 from sloguard.probes import PROBES
 from sloguard.probes.job import ProbeJob
+from sloguard.probes.outcome import outcome
 from sloguard.probes.stream import make_session
 from sloguard.probes.workload import Prompt
+from tests.support import hostile_streams
 
 CHAT_BODY = (b'data: {"choices":[{"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n'
              b'data: {"choices":[{"delta":{"content":"a"},"finish_reason":null}]}\n\n'
@@ -129,6 +131,7 @@ def test_truncated_chunked_stream_is_an_error() -> None:
     r = asyncio.run(with_raw(handle, job))
     assert r.ok is False and r.error is not None
     assert r.ttft_s is not None  # what arrived is still measured
+    assert r.elapsed_s is not None and r.elapsed_s >= r.ttft_s  # and how long it ran before it broke
 
 
 def test_timeout_closes_the_connection() -> None:
@@ -150,3 +153,48 @@ def test_timeout_closes_the_connection() -> None:
         return r
     r = asyncio.run(scenario())
     assert (r.ok, r.error, r.status_code) == (False, "timeout after 0.2s", 200)
+    # censored at the time it ran: the timeout, less connection set-up (t0 is taken once connected)
+    assert r.ttft_s is None and r.elapsed_s is not None and r.elapsed_s >= 0.15
+
+
+async def _hostile(kind: str, timeout: float, n: int = 1, **kw: Any) -> tuple[list[ProbeResult], int]:
+    server = await hostile_streams.serve()
+    port = server.sockets[0].getsockname()[1]
+    async with server, make_session() as session:
+        j = job(f"http://127.0.0.1:{port}/{kind}", timeout=timeout, **kw)
+        return [await PROBES["chat"](session, j, Prompt("hello", 64, "short")) for _ in range(n)], port
+
+
+@pytest.mark.parametrize(("kind", "timeout", "status", "error", "kind_out"), [
+    ("healthy", 5.0, 200, None, "success"),
+    ("redirect", 5.0, 302, "redirect 302 to http://127.0.0.1:{port}/healthy/v1/chat/completions (query removed)",
+     "redirect"),
+    ("html", 5.0, 200, "not an event stream (text/html)", "error"),
+    ("garbage", 5.0, 200, "not an event stream (application/octet-stream)", "error"),
+    ("reset", 5.0, 200, "connection reset after", "error"),
+    ("badchunk", 5.0, 200, "protocol error: Invalid character in chunk size", "error"),
+    ("slowloris", 0.6, 200, "timeout after 0.6s", "timeout"),
+    ("silent", 0.3, None, "timeout after 0.3s", "timeout"),
+    ("flood", 5.0, 200, "event flood: more than 100 events", "event_flood"),
+])
+def test_hostile_streams(kind: str, timeout: float, status: int | None, error: str | None, kind_out: str) -> None:
+    (r,), port = asyncio.run(_hostile(kind, timeout, max_events=100))
+    assert (r.status_code, outcome(r)) == (status, kind_out), r.error
+    if kind == "reset":  # two events arrived before the reset: their bytes are counted, their timings kept
+        events = len(hostile_streams.stamped_event(0)) * 2
+        assert r.error is not None and r.error.startswith(f"{error} ") and r.error.endswith(" bytes")
+        assert abs(int(r.error.split()[3]) - events) <= 2 and r.ttft_s is not None
+    else:
+        assert r.error == (None if error is None else error.format(port=port))
+    assert "hunter2" not in str(r.error) and "sk-leak" not in str(r.error)
+
+
+def test_body_longer_than_content_length_keeps_the_status() -> None:
+    (r,), _ = asyncio.run(_hostile("clen", 5.0))
+    assert (r.ok, r.status_code) == (False, 200) and r.error is not None
+    assert r.error.startswith(("protocol error", "truncated stream")), r.error
+
+
+def test_a_server_closing_after_each_response_never_fails_the_next_probe() -> None:
+    results, _ = asyncio.run(_hostile("llamaclose", 5.0, n=6))
+    assert [(r.ok, r.error) for r in results] == [(True, None)] * 6

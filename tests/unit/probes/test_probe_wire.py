@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import random
+from bisect import bisect_left
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -12,6 +15,7 @@ from sloguard.probes.job import ProbeJob
 from sloguard.probes.openai import decode_chat, decode_completion
 from sloguard.probes.stream import Decoder, Stamps, assemble
 from sloguard.probes.tgi import decode_tgi
+from sloguard.probes.timing import ITL_BUCKETS, gap_stats, percentile
 from sloguard.probes.triton import decode_triton
 from sloguard.probes.workload import Prompt
 
@@ -45,8 +49,9 @@ def usage(out: int, prompt: int = 67) -> bytes:
 DONE = b"data: [DONE]\n\n"
 
 
-def run(api: str, reads: list[tuple[int, bytes]], error: str | None = None) -> ProbeResult:
-    job = ProbeJob(name="p", target="t", api=api, url="http://x", model="m", api_key="sk-secret")
+def run(api: str, reads: list[tuple[int, bytes]], error: str | None = None, max_events: int = 10_000) -> ProbeResult:
+    job = ProbeJob(name="p", target="t", api=api, url="http://x", model="m", api_key="sk-secret",
+                   max_events=max_events)
     decode, on_eof = DECODERS[api]
     chunks = [(ms * MS, data) for ms, data in reads]
     return assemble(job, Prompt("hi", 64, "short"), "ab" * 16, 1.0, 200, Stamps(t0_ns=0), chunks, decode,
@@ -55,6 +60,18 @@ def run(api: str, reads: list[tuple[int, bytes]], error: str | None = None) -> P
 
 def approx(v: float | None) -> Any:
     return pytest.approx(v, abs=1e-9) if v is not None else None
+
+
+def gap_fields(gaps: tuple[float, ...]) -> dict[str, Any]:
+    """What a result keeps of its per-token gaps: p50/p99/max, per-bucket counts and sum."""
+    if not gaps:
+        return {"itl_p50_s": None, "itl_p99_s": None, "itl_max_s": None, "itl_counts": (), "itl_sum_s": 0.0}
+    ordered = sorted(gaps)
+    counts = [0] * (len(ITL_BUCKETS) + 1)
+    for g in gaps:
+        counts[bisect_left(ITL_BUCKETS, g)] += 1
+    return {"itl_p50_s": percentile(ordered, 0.5), "itl_p99_s": percentile(ordered, 0.99),
+            "itl_max_s": ordered[-1], "itl_counts": tuple(counts), "itl_sum_s": sum(gaps)}
 
 
 # name, api, reads [(ms, bytes)], expected {field: value}
@@ -83,9 +100,9 @@ CASES: list[tuple[str, str, list[tuple[int, bytes]], dict[str, Any]]] = [
     ("multi-token chunks estimated from usage", "chat",
      [(10, chat("aa")), (40, chat("bb")), (70, chat("cc", "stop")), (71, usage(6) + DONE)],
      {"ok": True, "itls_s": (0.015,) * 4, "tpot_s": 0.012, "output_tokens": 6}),
-    ("usage one above events (EOS) is not a multi-token chunk", "chat",
+    ("usage one above text events: the empty finish chunk carries the EOS token", "chat",
      [(10, chat("a")), (20, chat("b")), (30, chat("", "stop")), (31, usage(3) + DONE)],
-     {"ok": True, "itls_s": (0.01,), "e2e_s": 0.02}),
+     {"ok": True, "itls_s": (0.01, 0.01), "e2e_s": 0.03, "tpot_s": 0.01}),
     ("packed: every event in one read", "chat",
      [(30, chat(role=True) + chat("a") + chat("b", "stop") + usage(2) + DONE)],
      {"ok": True, "ttft_s": 0.03, "e2e_s": 0.03, "itls_s": (0.0,), "tpot_s": 0.0}),
@@ -117,12 +134,16 @@ CASES: list[tuple[str, str, list[tuple[int, bytes]], dict[str, Any]]] = [
      [(20, ev({"choices": [{"text": "a", "finish_reason": None}]})),
       (30, ev({"choices": [{"text": "b", "finish_reason": "length"}]})), (31, usage(2, 300) + DONE)],
      {"ok": True, "ttft_s": 0.02, "ttfot_s": 0.02, "e2e_s": 0.03, "tpot_s": 0.01, "prompt_tokens": 300}),
-    ("tgi: special EOS token is not output, details give the total", "tgi",
+    ("tgi: the special EOS token shows no text but ends E2E; details give the total", "tgi",
      [(20, ev({"token": {"id": 1, "text": "a", "special": False}, "generated_text": None, "details": None})),
       (35, ev({"token": {"id": 2, "text": "b", "special": False}, "generated_text": None, "details": None})),
       (40, ev({"token": {"id": 3, "text": "</s>", "special": True}, "generated_text": "ab",
                "details": {"finish_reason": "eos_token", "generated_tokens": 3}}))],
-     {"ok": True, "ttft_s": 0.02, "e2e_s": 0.035, "tpot_s": 0.0075, "output_tokens": 3}),
+     {"ok": True, "ttft_s": 0.02, "e2e_s": 0.04, "tpot_s": 0.01, "output_tokens": 3, "itls_s": (0.015, 0.005)}),
+    ("tgi: an answer of only EOS is a success without TTFT", "tgi",
+     [(20, ev({"token": {"id": 3, "text": "</s>", "special": True}, "generated_text": "",
+               "details": {"finish_reason": "eos_token", "generated_tokens": 1}}))],
+     {"ok": True, "ttft_s": None, "e2e_s": 0.02, "tpot_s": None, "itls_s": ()}),
     ("tgi error event", "tgi",
      [(20, ev({"token": {"id": 1, "text": "a", "special": False}, "generated_text": None})),
       (30, ev({"error": "Request failed during generation", "error_type": "generation"}))],
@@ -140,15 +161,23 @@ CASES: list[tuple[str, str, list[tuple[int, bytes]], dict[str, Any]]] = [
      {"ok": False, "error": "error event: model crashed"}),
     ("no tokens at all", "chat", [(10, chat(role=True)), (20, usage(0) + DONE)],
      {"ok": False, "error": "no tokens in stream", "ttft_s": None}),
+    ("event flood: more events than max_events fails at once, keeping the timings reached", "chat",
+     [(10, chat("a")), (20, chat("b") * 50), (30, chat("c", "stop") + usage(52) + DONE)],
+     {"ok": False, "error": "event flood: more than 20 events", "ttft_s": 0.01}),
+    ("an endless line is a protocol error", "chat",
+     [(10, chat("a")), *((11 + i, b"data: " + b"x" * 200_000) for i in range(6))],
+     {"ok": False, "error": "protocol error: event line longer than 1048576 bytes"}),
 ]
 
 
 @pytest.mark.parametrize(("name", "api", "reads", "expected"), CASES, ids=[c[0] for c in CASES])
 def test_stream(name: str, api: str, reads: list[tuple[int, bytes]], expected: dict[str, Any]) -> None:
-    r = run(api, reads)
+    r = run(api, reads, max_events=20 if name.startswith("event flood") else 10_000)
+    if "itls_s" in expected:  # the per-token gaps this case implies, as a result keeps them
+        expected = {**{k: v for k, v in expected.items() if k != "itls_s"}, **gap_fields(expected["itls_s"])}
     for key, want in expected.items():
         got = getattr(r, key)
-        if key == "itls_s":
+        if isinstance(want, tuple) or key == "itl_sum_s":
             assert got == pytest.approx(want, abs=1e-9), key
         elif isinstance(want, float):
             assert got == approx(want), key
@@ -172,3 +201,21 @@ def test_itl_percentiles_and_trace_id() -> None:
 def test_transport_error_redacted(error: str, shown: str) -> None:
     r = run("chat", [], error=error)
     assert (r.ok, r.error) == (False, shown)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_gap_stats_match_the_expanded_per_token_list(seed: int) -> None:
+    rng = random.Random(seed)
+    t, carrying = 0, []
+    for _ in range(rng.randrange(2, 300)):
+        t += rng.randrange(0, 80_000_000)
+        carrying.append((t, float(rng.choice([1, 1, 1, 2, 3, 0.4, 7.6]))))
+    expanded = []
+    for (prev, _), (now, k) in pairwise(carrying):
+        expanded += [(now - prev) / (max(k, 1.0) * 1e9)] * max(1, round(k))
+    got = gap_stats(carrying)
+    assert got is not None
+    want = gap_fields(tuple(expanded))
+    assert (got.p50_s, got.p99_s, got.max_s) == (approx(want["itl_p50_s"]), approx(want["itl_p99_s"]),
+                                                 approx(want["itl_max_s"]))
+    assert got.counts == want["itl_counts"] and got.sum_s == pytest.approx(want["itl_sum_s"])

@@ -1,29 +1,30 @@
-"""Rule generation: same window table and factors as the live engine, verbatim threshold exprs, CLI."""
+"""Rule generation: the live engine's rows, guard and labels; verbatim threshold exprs; CLI."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from sloguard.alerts.rules import BUILTIN_ALERTS, burn_rules
+from sloguard.alerts.rules import BUILTIN_ALERTS, burn_plans, burn_rules
 from sloguard.config.spec import Config
 from sloguard.gpu.alerts import GPU_ALERTS
 from sloguard.rulegen.cli import main
 from sloguard.rulegen.prometheus import ALERTS, SLO_RULES, generate
-from sloguard.slo.burnrate import BURN_WINDOWS
 from sloguard.slo.model import slos_from_config
 
 EXPR = 'sloguard_slo_quantile_seconds{slo="a",metric="ttft",quantile="0.95",window="5m"} > 2'
 
 
-def config(builtin: bool = True, window: str = "30d", target: float = 0.999) -> Config:
+def config(builtin: bool = True, window: str = "30d", target: float = 0.999, probes: bool = True) -> Config:
     return Config.model_validate({
         "version": "sloguard/v1", "builtin_alerts": builtin,
         "targets": [{"name": "t", "api_url": "http://x"}],
+        "probes": [{"name": "p", "target": "t", "interval": "15s"}] if probes else [],
         "slos": [{"name": "a", "target": "t", "error_rate": {"target": target}, "error_budget_window": window,
                   "objectives": [{"metric": "ttft", "percentile": 95, "threshold": "1s"}]},
                  {"name": "srv", "target": "t", "source": "server",
@@ -32,11 +33,11 @@ def config(builtin: bool = True, window: str = "30d", target: float = 0.999) -> 
     })
 
 
-def rules(text: str) -> list[dict[str, object]]:
+def rules(text: str) -> list[dict[str, Any]]:
     return [r for g in yaml.safe_load(text)["groups"] for r in g["rules"]]
 
 
-def alerting(text: str) -> list[dict[str, object]]:
+def alerting(text: str) -> list[dict[str, Any]]:
     return [r for r in rules(text) if "alert" in r]
 
 
@@ -47,17 +48,23 @@ def test_recording_rules_come_before_the_alerts_that_read_them_in_one_group() ->
     assert kinds == sorted(kinds, key=lambda k: k != "record") and "alert" in kinds
 
 
-@pytest.mark.parametrize(("window", "factors"), [
-    ("30d", ["14.4", "6", "3", "1"]),
-    ("28d", ["13.44", "5.6", "2.8", "0.9333333333"]),
-])
-def test_burn_alerts_follow_the_shared_table(window: str, factors: list[str]) -> None:
+@pytest.mark.parametrize("window", ["30d", "28d", "7d", "1d", "1h"])
+def test_burn_alerts_are_the_live_engines_rows(window: str) -> None:
     cfg = config(window=window)
     got = alerting(generate(cfg)[SLO_RULES])
-    assert len(got) == len(BURN_WINDOWS)  # the server SLO has no request counters: live engine only
-    assert [str(r["expr"]).rsplit("> ", 1)[1] for r in got] == factors
-    live = burn_rules(slos_from_config(cfg)[0])
+    slo = slos_from_config(cfg)[0]  # the server SLO has no request counters: live engine only
+    live = burn_rules(slo)
     assert [r["labels"] for r in got] == [dict(r.labels) for r in live]
+    assert [r["annotations"] for r in got] == [dict(r.annotations) for r in live]
+    for r, (ind, plan) in zip(got, burn_plans(slo), strict=True):
+        f = repr(plan.window.factor)
+        assert str(r["expr"]).count(f"> {f}") == 2 and f"{ind.objective!r}" in str(r["expr"])
+        assert str(r["expr"]).endswith(f">= {plan.min_bad}")
+
+
+def test_unscheduled_slo_uses_the_observed_count_clause() -> None:
+    got = alerting(generate(config(probes=False))[SLO_RULES])
+    assert got and all("sloguard:slo_requests:increase" in r["expr"] and "sqrt(" in r["expr"] for r in got)
 
 
 @pytest.mark.parametrize(("target", "budget", "shown"), [
@@ -66,9 +73,9 @@ def test_burn_alerts_follow_the_shared_table(window: str, factors: list[str]) ->
     (0.99999999999, "(1 - 0.99999999999)", "0.99999999999"),
 ])
 def test_objective_is_written_exactly(target: float, budget: str, shown: str) -> None:
-    got = alerting(generate(config(target=target))[SLO_RULES])
-    assert all(budget in str(r["expr"]) for r in got)
-    assert {r["annotations"]["objective"] for r in got} == {shown}  # type: ignore[index]
+    got = [r for r in alerting(generate(config(target=target))[SLO_RULES]) if r["labels"]["sli"] == "availability"]
+    assert got and all(budget in str(r["expr"]) for r in got)
+    assert {r["annotations"]["objective"] for r in got} == {shown}
 
 
 def test_threshold_exprs_are_verbatim_and_builtins_optional() -> None:
@@ -80,10 +87,12 @@ def test_threshold_exprs_are_verbatim_and_builtins_optional() -> None:
 
 
 def test_recording_rules_cover_every_burn_window() -> None:
-    names = {r["record"] for r in rules(generate(config())[SLO_RULES]) if "record" in r}
-    for bw in BURN_WINDOWS:
-        for w in ("1h", "5m") if bw.long == 3600 else ():
+    cfg = config()
+    names = {r["record"] for r in rules(generate(cfg)[SLO_RULES]) if "record" in r}
+    for _, plan in burn_plans(slos_from_config(cfg)[0]):
+        for w in ("1h", "5m") if plan.window.long == 3600 else ():
             assert f"sloguard:slo_error_ratio:rate{w}" in names
+        assert any(n.startswith("sloguard:slo_bad_requests:increase") for n in names)
     assert "sloguard:slo_quantile_seconds:rate5m" in names
 
 
@@ -95,6 +104,15 @@ def test_cli_writes_files_and_rejects_bad_config(tmp_path: Path, capsys: pytest.
     bad.write_text("version: sloguard/v1\nalerts: [{name: X, expr: 'rate(m[5m]) > 1'}]\n")
     assert main(["-c", str(bad), "-o", str(tmp_path / "o2")]) == 2
     assert "col 5" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not on PATH")
+@pytest.mark.parametrize("probes", [True, False])
+def test_generated_slo_rules_pass_promtool(tmp_path: Path, probes: bool) -> None:
+    (tmp_path / "r.yaml").write_text(generate(config(probes=probes, window="1d"))[SLO_RULES])
+    res = subprocess.run(["promtool", "check", "rules", str(tmp_path / "r.yaml")], capture_output=True, text=True,
+                         timeout=60, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
 
 
 @pytest.mark.parametrize(("intervals", "exprs"), [

@@ -42,8 +42,9 @@ def test_routing_and_counters() -> None:
     assert engine.windows("b")[""].view(1e9, NOW).total == 0  # probe filter
     assert engine.windows("c")[""].view(1e9, NOW).total == 0  # target filter
     text = _render(engine.families(engine.evaluate(NOW)))
-    assert 'sloguard_slo_requests_total{good="false",slo="a"} 50.0' in text
-    assert 'sloguard_slo_requests_total{good="true",slo="a"} 150.0' in text
+    assert 'sloguard_slo_requests_total{good="false",sli="latency",slo="a"} 50.0' in text
+    assert 'sloguard_slo_requests_total{good="true",sli="latency",slo="a"} 150.0' in text
+    assert 'slo="b"} 0.0' in text and 'sloguard_slo_requests_total{good="false",sli="availability",slo="c"}' in text
 
 
 @pytest.mark.parametrize(("slos", "series"), [
@@ -66,9 +67,11 @@ def test_restart_keeps_error_budget() -> None:
     before.add_probe_results(_results())
     after = SLOEngine(SLOS, clock)
     after.rebuild(reversed(_results()))
-    budgets = [(s.error_budget_remaining, s.windows) for s in before.evaluate(NOW)]
-    assert budgets == [(s.error_budget_remaining, s.windows) for s in after.evaluate(NOW)]
-    assert budgets[0][0] == pytest.approx(1 - 0.25 / 0.1)
+    budgets = [(s.budgets, s.burns, s.windows) for s in before.evaluate(NOW)]
+    assert budgets == [(s.budgets, s.burns, s.windows) for s in after.evaluate(NOW)]
+    (a,) = budgets[0][0]  # no schedule: 200 requests over the 1990 s the data spans, extrapolated to 28d
+    assert a.coverage == pytest.approx(1990 / A.window)
+    assert a.remaining == pytest.approx(1 - 50 / (0.1 * 200 * A.window / 1990))
 
 
 def test_rebuild_streams_without_materialising() -> None:
@@ -92,8 +95,8 @@ def test_restart_from_store_keeps_error_budget(tmp_path: Path) -> None:
     before.add_probe_results(_results())
     after = SLOEngine(SLOS, FakeClock(NOW))
     after.rebuild(store.iter_probe_results(NOW - max(s.window for s in SLOS), batch=7))
-    assert [(s.error_budget_remaining, s.windows) for s in before.evaluate(NOW)] == [
-        (s.error_budget_remaining, s.windows) for s in after.evaluate(NOW)]
+    assert [(s.budgets, s.burns, s.windows) for s in before.evaluate(NOW)] == [
+        (s.budgets, s.burns, s.windows) for s in after.evaluate(NOW)]
     store.close()
 
 
@@ -149,7 +152,7 @@ A = SLOS[0]
 # (the reloaded definition of "a", kept as is?, requests and good requests in its windows afterwards)
 @pytest.mark.parametrize(("new", "kept", "total", "good"), [
     (A, True, 200, 150),
-    (replace(A, objectives=(Objective("ttft", 99, 2.0),)), True, 200, 150),  # read at evaluation only
+    (replace(A, objectives=(Objective("ttft", 99, 2.0),)), False, 200, 150),  # miss flags recomputed
     (replace(A, error_objective=0.99), True, 200, 150),
     (replace(A, budgets={"ttft": 1.0}), True, 200, 150),
     (replace(A, goodput=Goodput(0.9, ttft=0.9)), False, 200, 190),  # good flags recomputed, not stale
@@ -189,18 +192,35 @@ def _render(families: list[Metric]) -> str:
     return generate_latest(reg).decode()
 
 
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not on PATH")
-def test_exposition_passes_promtool_and_omits_empty() -> None:
-    engine = SLOEngine(SLOS, FakeClock(NOW))
+def _linted(slos: tuple[SLO, ...]) -> str:
+    """Return the exposition of these SLOs over _results(), after promtool's lint passed on it."""
+    engine = SLOEngine(slos, FakeClock(NOW))
     engine.add_probe_results(_results())
     text = _render(engine.families(engine.evaluate(NOW)))
     check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
-    assert 'sloguard_slo_burn_rate{slo="a",window="5m"}' in text
+    return text
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not on PATH")
+def test_exposition_passes_promtool_and_omits_empty() -> None:
+    text = _linted(SLOS)
+    assert 'sloguard_slo_burn_rate{sli="latency",slo="a",window="5m"}' in text
+    assert 'sloguard_slo_burn_evidence_ratio{sli="latency",slo="a",window="1h"}' in text
+    assert 'sloguard_slo_window_coverage_ratio{sli="latency",slo="a"}' in text
+    assert 'sloguard_slo_quantile_censored{metric="ttft",quantile="0.95",slo="a",window="5m"} 0.0' in text
     assert 'sloguard_slo_goodput_ratio{prompt_bucket="short",slo="a",window="1h"}' in text
     assert 'sloguard_stage_latency_seconds{quantile="0.95",slo="a",stage="ttft",window="1h"}' in text
     assert 'sloguard_slo_window_requests{slo="c"' not in text  # no data is absent, never 0
-    assert 'sloguard_slo_error_budget_remaining_ratio{slo="c"' not in text
+    assert 'sloguard_slo_error_budget_remaining_ratio{sli="availability",slo="c"}' not in text
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not on PATH")
+def test_per_objective_budgets_pass_promtool() -> None:
+    """Per-objective budgets are labelled percentile, not quantile: promtool keeps quantile for summaries."""
+    text = _linted((SLO("o", "t", objectives=(Objective("ttft", 95, 0.5), Objective("e2e", 50, 2.0))),))
+    assert 'sloguard_slo_burn_rate{metric="ttft",percentile="95",sli="latency",slo="o",window="5m"}' in text
+    assert 'sloguard_slo_requests_total{good="false",metric="e2e",percentile="50",sli="latency",slo="o"}' in text
 
 
 def test_cli_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -216,12 +236,15 @@ def test_cli_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert cli.main(["-c", str(cfg), "--results", str(res), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     (slo,) = doc["slos"]
-    assert slo["error_budget_remaining"] == pytest.approx(1 - 0.25 / 0.1)
+    # 1 probe / 30 s: the 1d window is expected to hold 2880 requests, of which 10% = 288 may be bad
+    assert slo["error_budget_remaining"] == pytest.approx(1 - 50 / 288)
+    (budget,) = slo["error_budgets"]
+    assert (budget["sli"], budget["expected"], budget["bad"]) == ("latency", 2880, 50)
     day = next(w for w in slo["windows"] if w["window"] == "1d")
     assert (day["requests"], day["good"]) == (200, 150)
 
 
 def _row(r: ProbeResult) -> dict[str, object]:
     row = asdict(r)
-    del row["itls_s"]
+    del row["itl_counts"], row["itl_sum_s"]
     return row

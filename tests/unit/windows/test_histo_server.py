@@ -49,6 +49,30 @@ def test_histogram_over_window_and_models() -> None:
     assert sw.histogram("chat", "m", "itl", 60, 30) is None
 
 
+def test_span_and_finished_reasons_for_server_budgets() -> None:
+    sw = ServerWindows()
+    for ts, n, aborted in ((0, 100, 0), (15, 200, 5), (30, 300, 12)):
+        v = view(ts, n, 0)
+        mv = v.models["m"]
+        sw.add(ServerView(v.target, v.engine, ts, {"m": ModelView("m", mv.histograms, mv.gauges, mv.counters,
+                                                                  {"stop": n, "abort": aborted})}))
+    # the delta reaches back to the point at or just before now - window (ts 0 for a 20 s window at 30)
+    assert sw.span("chat", "ttft", 60, 30) == 30 and sw.span("chat", "ttft", 20, 30) == 30
+    assert sw.span("chat", "ttft", 15, 30) == 15
+    assert sw.span("other", "ttft", 60, 30) == 0.0
+    assert sw.finished("chat", frozenset({"abort", "error"}), 60, 30) == 12
+    assert sw.finished("chat", frozenset({"abort"}), 15, 30) == 7
+    assert sw.finished("chat", frozenset({"error"}), 60, 30) == 0.0
+
+
+def test_label_check_knows_the_server_windows() -> None:
+    from sloguard.config.labels import SERVER_QUANTILES, SERVER_WINDOWS
+    from sloguard.windows.server import QUANTILES
+
+    assert ServerWindows().windows == SERVER_WINDOWS
+    assert tuple(str(q) for q in QUANTILES) == SERVER_QUANTILES
+
+
 def test_restart_counted_once_per_scrape() -> None:
     sw = fed([(0, 100, 1000), (15, 200, 2000), (30, 5, 10), (45, 10, 20)])
     assert sw.restarts() == {"chat": 1}

@@ -63,7 +63,7 @@ def test_raw_ring_sorts_late_rows_and_reports_moves(batches: list[list[float]], 
     assert ring.ts.tolist() == sorted(arrived)
     assert ring.column(0, 0, len(ring)).tolist() == [t * 10 for t in sorted(arrived)]  # values follow their rows
     assert np.isnan(ring.column(1, 0, len(ring))).all()
-    assert ring.nbytes % (8 + 1 + 8) == 0  # ts, flags and one column per row: the all-NaN column is not stored
+    assert ring.nbytes % (8 + 2 + 8) == 0  # ts, flags and one column per row: the all-NaN column is not stored
     assert ring.index(2.5) == sum(t <= 2.5 for t in arrived)
 
 

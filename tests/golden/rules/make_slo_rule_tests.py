@@ -1,0 +1,114 @@
+"""Write alerts/tests/sloguard-slo.test.yaml: scenario counters -> the alerts expected, computed here.
+
+The firing decisions are computed in Python from the counters (windows (t − long, t], the rows and k_min of
+sloguard.slo.burnrate), independently of Prometheus; `promtool test rules` (tests/golden/rules) then checks
+the generated rules against them. Rerun after changing sloguard.example.yaml:
+    .venv/bin/python tests/golden/rules/make_slo_rule_tests.py
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sloguard.alerts.rules import burn_labels, burn_plans
+from sloguard.config.load import load_config
+from sloguard.config.units import format_duration
+from sloguard.slo.burnrate import BurnRule
+from sloguard.slo.model import SLO, Indicator, slos_from_config
+
+ROOT = Path(__file__).resolve().parents[3]
+MINUTES, PER_MINUTE = 450, 2  # chat-mix probes every 30 s
+REMAIN = {"availability": 0.62, "latency": 0.09}  # budget-left gauges the summaries read
+COVER = 0.25  # coverage gauge: a quarter of 28 d = 7 d of data
+TIMES = (4, 60, 70, 78, 90, 120, 200, 206, 215, 235, 260, 330, 450)
+HEAD = """\
+# promtool test rules alerts/tests/sloguard-slo.test.yaml  (run from alerts/)
+# chat-latency (28d, probes every 30 s: 2 requests a minute) has two budgets, availability 99.5% and latency 99%.
+# Minute 3: one failure on a fresh install (a 25x availability "burn" in both page windows) pages nothing: 1 bad is
+# not significant (the 1h row needs 6). Minutes 61-80: every request fails: both budgets page and ticket, then
+# resolve as their short windows clear. Minutes 200-229: requests are slow but succeed: only sli="latency"
+# alerts fire. The summaries read the budget left and coverage gauges given below.
+# Written by tests/golden/rules/make_slo_rule_tests.py, which computes the expected alerts outside Prometheus.
+"""
+
+
+def bad_at(minute: int) -> tuple[int, int]:
+    """Return the (availability, latency) bad requests of a minute."""
+    if minute == 3:
+        return 1, 1  # a fresh install's first failure
+    if 61 <= minute <= 80:
+        return 2, 2  # outage: every request fails (and a failed request is never good)
+    if 200 <= minute <= 229:
+        return 0, 2  # latency fault: slow, but every request succeeds
+    return 0, 0
+
+
+def counters() -> dict[tuple[str, bool], list[int]]:
+    """Return the cumulative sloguard_slo_requests_total values per (sli, good), one per minute."""
+    cum: dict[tuple[str, bool], list[int]] = {(s, g): [0] for s in REMAIN for g in (False, True)}
+    for m in range(1, MINUTES + 1):
+        for sli, b in zip(REMAIN, bad_at(m), strict=True):
+            cum[(sli, False)].append(cum[(sli, False)][-1] + b)
+            cum[(sli, True)].append(cum[(sli, True)][-1] + PER_MINUTE - b)
+    return cum
+
+
+def firing(slo: SLO, cum: dict[tuple[str, bool], list[int]], t: int) -> list[tuple[Indicator, BurnRule, float]]:
+    """Return the (budget, row, long-window burn) that fire at minute t."""
+    out = []
+    for ind, rule in burn_plans(slo):
+        def window(seconds: float, sli: str = ind.sli) -> tuple[int, int]:
+            s = max(0, t - int(seconds // 60))
+            bad = cum[(sli, False)][t] - cum[(sli, False)][s]
+            return bad, bad + cum[(sli, True)][t] - cum[(sli, True)][s]
+
+        (bl, nl), (bs, ns) = window(rule.window.long), window(rule.window.short)
+        burn_l, burn_s = bl / nl / (1 - ind.objective), bs / ns / (1 - ind.objective)
+        if burn_l > rule.window.factor and burn_s > rule.window.factor and bl >= (rule.min_bad or 0):
+            out.append((ind, rule, burn_l))
+    return out
+
+
+def expected(slo: SLO, ind: Indicator, rule: BurnRule, burn: float) -> dict[str, Any]:
+    bw = rule.window
+    long_w, short_w = format_duration(bw.long), format_duration(bw.short)
+    summary = (f"SLO {slo.name} {ind.sli} budget burning {burn:.3g}x ({bw.severity} at {bw.factor:g}x over {long_w} "
+               f"and {short_w}); {REMAIN[ind.sli] * 100:.4g}% of the 28d budget left (7d 0h 0m 0s of data)")
+    description = (f"objective {ind.objective * 100:.10g}% over 28d; fires when both windows burn faster than "
+                   f"{bw.factor:g}x and at least {rule.min_bad} of the {long_w} window's requests are bad (healthy "
+                   "operation at the objective gets there < 0.2 times in 30 days)")
+    return {"exp_labels": dict(burn_labels(slo, ind, bw)),
+            "exp_annotations": {"summary": summary, "description": description, "objective": repr(ind.objective),
+                                "runbook_url": slo.runbook_url, "dashboard_url": slo.dashboard_url}}
+
+
+PATH = ROOT / "alerts" / "tests" / "sloguard-slo.test.yaml"
+
+
+def render() -> str:
+    """Return the test file's text."""
+    slo = next(s for s in slos_from_config(load_config(ROOT / "sloguard.example.yaml")) if s.name == "chat-latency")
+    cum = counters()
+    series = [{"series": f'sloguard_slo_requests_total{{slo="{slo.name}",sli="{sli}",good="{str(good).lower()}"}}',
+               "values": " ".join(map(str, values))} for (sli, good), values in sorted(cum.items())]
+    series += [{"series": f'sloguard_slo_{name}{{slo="{slo.name}",sli="{sli}"}}', "values": f"{value}x{MINUTES}"}
+               for sli, left in REMAIN.items()
+               for name, value in (("error_budget_remaining_ratio", left), ("window_coverage_ratio", COVER))]
+    checks = [{"eval_time": f"{t}m", "alertname": "SloguardErrorBudgetBurn",
+               "exp_alerts": [expected(slo, *hit) for hit in firing(slo, cum, t)]} for t in TIMES]
+    doc = {"rule_files": ["../sloguard-slo.yaml"], "evaluation_interval": "1m",
+           "tests": [{"interval": "1m", "input_series": series, "alert_rule_test": checks}]}
+    return HEAD + yaml.safe_dump(doc, sort_keys=False, width=200)
+
+
+def main() -> None:
+    """Write the test file."""
+    PATH.write_text(render(), encoding="utf-8")
+    print(PATH)
+
+
+if __name__ == "__main__":
+    main()
