@@ -40,8 +40,9 @@ def read_records(path: str) -> list[dict[str, Any]]:
         try:
             rec = json.loads(ln, parse_constant=_reject_constant)
         except ValueError as exc:
-            where = "the last line is cut off (truncated file?)" if i == lines[-1][0] else f"not JSON ({exc})"
-            raise DataError(f"{path}:{i}: {where}") from None
+            cut = i == lines[-1][0] and ln.lstrip().startswith("{") and not text.endswith("\n")
+            raise DataError(f"{path}:{i}: " + ("the last line is cut off (truncated file?)" if cut else
+                                               f"not JSON ({exc})")) from None
         if not isinstance(rec, dict) or "type" not in rec:
             raise DataError(f"{path}:{i}: not a results record (no 'type')")
         records.append(rec)

@@ -103,6 +103,8 @@ def main(argv: list[str]) -> int:
     except (DataError, ValueError) as exc:
         print(f"sloguard report: {exc}", file=sys.stderr)
         return EXIT_DATA
+    except BrokenPipeError:
+        raise  # the reader went away (`| head`): the guard around every command ends quietly
     except OSError as exc:
         print(f"sloguard report: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_DATA
