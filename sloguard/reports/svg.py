@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from html import escape
 
 COLORS = {"baseline": "#3b6ea8", "candidate": "#d9731a"}
-W, H, PAD_L, PAD_R, PAD_T, PAD_B = 640, 300, 64, 16, 16, 44
+W, H, PAD_L, PAD_R, PAD_T, PAD_B = 640, 320, 84, 20, 16, 52
 
 
 def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -49,15 +49,15 @@ def _frame(title: str, xs: tuple[float, float], ys: tuple[float, float], x_unit:
            f'<rect x="{PAD_L}" y="{PAD_T}" width="{pw}" height="{ph}" fill="#fafafa" stroke="#ccc"/>']
     for t in _ticks(x0, x1):
         out.append(f'<line x1="{sx(t):.1f}" x2="{sx(t):.1f}" y1="{PAD_T}" y2="{PAD_T + ph}" stroke="#e4e4e4"/>'
-                   f'<text x="{sx(t):.1f}" y="{PAD_T + ph + 16}" font-size="11" text-anchor="middle">'
+                   f'<text x="{sx(t):.1f}" y="{PAD_T + ph + 20}" font-size="15" text-anchor="middle">'
                    f"{escape(_fmt(t, x_unit))}</text>")
     for t in _ticks(y0, y1):
         out.append(f'<line x1="{PAD_L}" x2="{PAD_L + pw}" y1="{sy(t):.1f}" y2="{sy(t):.1f}" stroke="#e4e4e4"/>'
-                   f'<text x="{PAD_L - 6}" y="{sy(t) + 4:.1f}" font-size="11" text-anchor="end">'
+                   f'<text x="{PAD_L - 6}" y="{sy(t) + 4:.1f}" font-size="15" text-anchor="end">'
                    f"{escape(_fmt(t, y_unit))}</text>")
-    out.append(f'<text x="{PAD_L + pw / 2}" y="{H - 6}" font-size="12" text-anchor="middle">{escape(x_label)}</text>')
-    out.append(f'<text x="12" y="{PAD_T + ph / 2}" font-size="12" text-anchor="middle" '
-               f'transform="rotate(-90 12 {PAD_T + ph / 2})">{escape(y_label)}</text>')
+    out.append(f'<text x="{PAD_L + pw / 2}" y="{H - 8}" font-size="16" text-anchor="middle">{escape(x_label)}</text>')
+    out.append(f'<text x="16" y="{PAD_T + ph / 2}" font-size="16" text-anchor="middle" '
+               f'transform="rotate(-90 16 {PAD_T + ph / 2})">{escape(y_label)}</text>')
     return out, sx, sy
 
 
@@ -80,8 +80,8 @@ def lines(title: str, series: Sequence[tuple[str, Sequence[tuple[float, float]]]
             prev_y = y
         colour = COLORS.get(name, "#555")
         out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{" ".join(coords)}"/>')
-        out.append(f'<rect x="{PAD_L + 10}" y="{PAD_T + 8 + 16 * i}" width="12" height="4" fill="{colour}"/>'
-                   f'<text x="{PAD_L + 28}" y="{PAD_T + 13 + 16 * i}" font-size="11">{escape(name)}</text>')
+        out.append(f'<rect x="{PAD_L + 10}" y="{PAD_T + 9 + 20 * i}" width="12" height="4" fill="{colour}"/>'
+                   f'<text x="{PAD_L + 28}" y="{PAD_T + 15 + 20 * i}" font-size="15">{escape(name)}</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -91,26 +91,26 @@ def forest(title: str, rows: Sequence[tuple[str, float, float, float, str]], thr
     rows = [r for r in rows if all(math.isfinite(v) for v in r[1:4])]
     if not rows:
         return ""
-    height = PAD_T + PAD_B + 22 * len(rows)
+    height = PAD_T + PAD_B + 28 * len(rows)
     lim = max(threshold * 2, *(max(abs(r[2]), abs(r[3])) for r in rows)) * 1.1
-    pw = W - 180 - PAD_R
+    pw = W - 200 - PAD_R
 
     def sx(x: float) -> float:
-        return 180 + (x + lim) / (2 * lim) * pw
+        return 200 + (x + lim) / (2 * lim) * pw
 
     out = [f'<svg class="plot" role="img" aria-label="{escape(title)}" viewBox="0 0 {W} {height}" '
            f'data-series="1" data-points="{len(rows)}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>',
            f'<rect x="{sx(-threshold):.1f}" y="{PAD_T}" width="{sx(threshold) - sx(-threshold):.1f}" '
-           f'height="{22 * len(rows)}" fill="#eef3e8"/>',
-           f'<line x1="{sx(0):.1f}" x2="{sx(0):.1f}" y1="{PAD_T}" y2="{PAD_T + 22 * len(rows)}" stroke="#888"/>']
+           f'height="{28 * len(rows)}" fill="#eef3e8"/>',
+           f'<line x1="{sx(0):.1f}" x2="{sx(0):.1f}" y1="{PAD_T}" y2="{PAD_T + 28 * len(rows)}" stroke="#888"/>']
     for t in _ticks(-lim, lim, 6):
-        out.append(f'<text x="{sx(t):.1f}" y="{PAD_T + 22 * len(rows) + 16}" font-size="11" text-anchor="middle">'
+        out.append(f'<text x="{sx(t):.1f}" y="{PAD_T + 28 * len(rows) + 20}" font-size="15" text-anchor="middle">'
                    f"{t * 100:+g} %</text>")
     colour = {"regression": "#c0392b", "improvement": "#2e8b57"}
     for i, (name, est, lo, hi, verdict) in enumerate(rows):
-        y = PAD_T + 11 + 22 * i
+        y = PAD_T + 14 + 28 * i
         c = colour.get(verdict, "#555")
-        out.append(f'<text x="174" y="{y + 4}" font-size="11" text-anchor="end">{escape(name)}</text>'
+        out.append(f'<text x="194" y="{y + 5}" font-size="15" text-anchor="end">{escape(name)}</text>'
                    f'<line x1="{sx(lo):.1f}" x2="{sx(hi):.1f}" y1="{y}" y2="{y}" stroke="{c}" stroke-width="2"/>'
                    f'<circle cx="{sx(est):.1f}" cy="{y}" r="4" fill="{c}"/>')
     out.append("</svg>")
@@ -125,13 +125,13 @@ def stacked(title: str, bars: Sequence[tuple[str, Sequence[tuple[str, float]]]])
     palette = ["#6c8ebf", "#b85450", "#82b366", "#d6b656", "#9673a6", "#999"]
     stages = list(dict.fromkeys(s for _, parts in bars for s, _ in parts))
     height = PAD_T + 40 * len(bars) + 60
-    pw = W - 120 - PAD_R
+    pw = W - 120 - 90  # room for the total at the end of the longest bar
     out = [f'<svg class="plot" role="img" aria-label="{escape(title)}" viewBox="0 0 {W} {height}" '
            f'data-series="{len(bars)}" data-points="{sum(len(p) for _, p in bars)}" '
            f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>']
     for i, (name, parts) in enumerate(bars):
         y, x = PAD_T + 40 * i, 120.0
-        out.append(f'<text x="112" y="{y + 18}" font-size="12" text-anchor="end">{escape(name)}</text>')
+        out.append(f'<text x="112" y="{y + 18}" font-size="16" text-anchor="end">{escape(name)}</text>')
         for stage, v in parts:
             w = v / total * pw
             colour = palette[stages.index(stage) % len(palette)]
@@ -139,11 +139,11 @@ def stacked(title: str, bars: Sequence[tuple[str, Sequence[tuple[str, float]]]])
                        f"<title>{escape(stage)}: {v * 1e3:.1f} ms</title></rect>")
             x += w
         whole = sum(v for _, v in parts)
-        out.append(f'<text x="{min(x + 4, W - 40):.1f}" y="{y + 18}" font-size="11">{whole * 1e3:.0f} ms</text>')
+        out.append(f'<text x="{x + 6:.1f}" y="{y + 18}" font-size="15">{whole * 1e3:.0f} ms</text>')
     for j, stage in enumerate(stages):
-        lx = 120 + (j % 5) * 100
-        ly = PAD_T + 40 * len(bars) + 14 + 18 * (j // 5)
+        lx = 120 + (j % 4) * 125
+        ly = PAD_T + 40 * len(bars) + 18 + 22 * (j // 4)
         out.append(f'<rect x="{lx}" y="{ly - 9}" width="10" height="10" fill="{palette[j % len(palette)]}"/>'
-                   f'<text x="{lx + 14}" y="{ly}" font-size="11">{escape(stage)}</text>')
+                   f'<text x="{lx + 14}" y="{ly}" font-size="15">{escape(stage)}</text>')
     out.append("</svg>")
     return "".join(out)
