@@ -81,7 +81,8 @@ def objectives(base: Side, cand: Side, cells: list[Cell]) -> list[dict[str, Any]
             metric, pct, thr = str(o.get("metric")), float(o.get("percentile", 0)), float(o.get("threshold_s", 0))
             row: dict[str, Any] = {"slo": slo.get("name"), "what": f"p{pct:g} {metric}", "threshold": thr}
             for role, side in (("baseline", base), ("candidate", cand)):
-                col = side.requests.latency.get(metric) if side.requests is not None else None
+                req = side.requests
+                col = None if req is None else req.latency.get(metric, req.stages.get(metric))
                 value = _from_cells(cells, metric, pct, role) if col is None else _quantile(col, pct / 100)
                 row[role] = {"value": _num(value), "censored": value is not None and math.isinf(value),
                              "met": None if value is None else value <= thr}

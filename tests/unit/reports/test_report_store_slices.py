@@ -114,3 +114,17 @@ def test_the_cli_compares_two_releases_of_a_store(state: Path, capsys: pytest.Ca
     p50 = next(c for c in doc["cells"] if c["metric"] == "ttft" and c["stat"] == "p50")
     assert code == 1 and p50["delta"] == pytest.approx(1.0) and p50["verdict"] == "regression"
     assert doc["baseline"]["identity"]["labels"] == {"release": "a"}
+
+
+def test_a_store_from_before_releases_gains_the_column_and_keeps_its_rows(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    conn.execute("CREATE TABLE probe_results (ts, probe, target, model, api, ok)")
+    conn.execute("INSERT INTO probe_results VALUES (1.0, 'p', 'chat', 'm', 'chat', 1)")
+    conn.commit()
+    conn.close()
+    store = Store(tmp_path / DB_NAME)
+    (old,) = store.probe_results_since(0.0)
+    assert old.release == "" and old.ok
+    store.close()
+    s = read_store("store:0..10", "x", str(tmp_path), None)
+    assert s.requests is not None and s.requests.n == 1
