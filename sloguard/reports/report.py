@@ -11,7 +11,7 @@ from sloguard.reports.data import Side
 from sloguard.reports.regression import Settings, compare
 
 # The sample size the power claim is made at (benchmarks/report_power.py; README "Regression reports").
-DEFAULT_REQUESTS = 1000
+DEFAULT_REQUESTS = 5000
 
 
 def make(base: Side, cand: Side, settings: Settings, allow_mismatch: bool = False,

@@ -1,6 +1,8 @@
 """`prom:` inputs against a real Prometheus scraping two daemons: release A on one, B (latency fault) on the other.
 
-The report reads the exported probe histograms and SLO counters through the HTTP API; the true change
+The simulators have no background traffic, so the two halves of one daemon's range are the same release on
+the same server (an A/A pair). The report reads the exported probe histograms and SLO counters through the
+HTTP API; the true change
 (from the per-request results in each daemon's own store over the same range) lies inside the bucket
 resolution bound the report states.
 """
@@ -69,8 +71,8 @@ def report(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_fleet_comparison_through_prometheus(tmp_path: Path) -> None:
-    with simulator(tmp_path, seed=1, extra=("--time-scale", "0.3")) as sim_a, \
-            simulator(tmp_path, seed=2, extra=("--time-scale", "0.3")) as sim_b:
+    with simulator(tmp_path, seed=1, extra=("--time-scale", "0.3", "--background-rps", "0")) as sim_a, \
+            simulator(tmp_path, seed=2, extra=("--time-scale", "0.3", "--background-rps", "0")) as sim_b:
         assert http_post(f"{sim_b.url}/sim/faults", {"latency_multiplier": 2.0})[0] == 200
         pa, pb = free_port(), free_port()
         a = start_daemon(tmp_path, config(sim_a, pa, tmp_path / "a", "A"), name="a.yaml")
