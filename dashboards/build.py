@@ -162,18 +162,33 @@ LATENCY = Dashboard("sloguard-latency-breakdown", "sloguard / Latency breakdown"
     Panel("Stage share of E2E (p50)", "bargauge", (Query(
           f'sloguard_stage_share_ratio{{{SEL_SLO_W},prompt_bucket=""}}', "{{slo}} {{stage}}"),), "percentunit",
           options={"displayMode": "gradient", "orientation": "horizontal"}),
-    Panel("Probe vs server TTFT p95 (network estimate)", "timeseries", (
+    Panel("Probe vs server TTFT p95 and the network stage", "timeseries", (
           Query("histogram_quantile(0.95, sum by (target, le) (rate(sloguard_probe_ttft_seconds_bucket"
                 f"{{{SEL_PROBE}}}[{PROBE_WINDOW}])))", "probe {{target}}"),
           Query(f'max by (target) (sloguard_server_ttft_seconds{{{SEL_PROBE},quantile="0.95",window="5m"}})',
                 "server {{target}}"),
           Query(f'sloguard_stage_latency_seconds{{{SEL_SLO_W},stage="network",quantile="0.95",prompt_bucket=""}}',
-                "network+gateway estimate {{slo}}")), width=24,
-          description="Network+gateway ≈ probe TTFT − server TTFT at the same quantile and window (an estimate)."),
+                "network {{slo}} {{source}}")), width=24,
+          description="Network per request: client TTFT − the server's own TTFT where a server record exists "
+          "(source=request), else the time to the response head; never the difference of two quantiles."),
     Panel("Server stages p95", "timeseries", tuple(_server(s) for s in ("queue", "prefill", "decode", "e2e"))),
     Panel("Server TTFT and TPOT p95", "timeseries", (_server("ttft"), _server("tpot"), _server("itl"))),
     Panel("TTFT p95 by prompt-length bucket", "timeseries", _by_bucket("ttft")),
     Panel("E2E p95 by prompt-length bucket", "timeseries", _by_bucket("e2e")),
+    _row("Where the time goes and why (bottleneck verdict)"),
+    Panel("Verdict history", "state-timeline", (Query(
+          f"sloguard_bottleneck_info{{{SEL_SLO}}} == 1", "{{slo}}: {{stage}} / {{cause}}"),), "none", width=24,
+          description="The bottleneck verdict per SLO over time: stage (network, queue, prefill, decode) and cause "
+          "(README 'Diagnosis'); none/none while no objective is breached, unknown when the evidence names no cause.",
+          options={"mergeValues": True, "showValue": "never", "rowHeight": 0.8}),
+    Panel("Stage excess over its own baseline (p95)", "timeseries", (Query(
+          f"sloguard_stage_excess_seconds{{{SEL_SLO}}}", "{{slo}} {{stage}}"),), width=16,
+          description="Each stage's p95 over the diagnosis window minus the stage's own healthy baseline: the "
+          "stage that rose is where the time went."),
+    Panel("Verdict confidence", "timeseries", (Query(
+          f"sloguard_bottleneck_confidence_ratio{{{SEL_SLO}}}", "{{slo}}"),), "percentunit", width=8,
+          description="Share of the whole's rise the stage explains, lowered where evidence was bounded or "
+          "optional signals were missing; 0 for unknown."),
 ))
 
 GPU_SERVING = Dashboard("sloguard-gpu-serving", "sloguard / GPU and serving health",

@@ -88,6 +88,13 @@ def _scrape_sources(cfg: Config, secrets: Secrets, clock: Clock) -> list[Planned
             for t in cfg.targets if t.metrics_url]
 
 
+def _dcgm_sources(cfg: Config, secrets: Secrets, clock: Clock) -> list[Planned]:
+    from sloguard.gpu.dcgm_source import DcgmSource
+
+    return [(_key("dcgm", t), lambda t=t: DcgmSource(t, clock=clock))  # type: ignore[misc]
+            for t in cfg.targets if t.dcgm_url]
+
+
 def _nvml_sources(cfg: Config, secrets: Secrets, clock: Clock) -> list[Planned]:
     from sloguard.gpu.nvml import NVMLSource, nvml_enabled
 
@@ -131,6 +138,7 @@ SOURCES: dict[str, SourceBuilder] = {
     "host": _host_sources,
     "canary": _canary_sources,
     "identity": _identity_sources,
+    "dcgm": _dcgm_sources,
 }
 
 

@@ -24,13 +24,14 @@ from sloguard.components import (
 )
 from sloguard.config.load import ConfigError, load_config
 from sloguard.config.spec import Config
+from sloguard.diagnose.service import Diagnoser
 from sloguard.exporter.listen import ListenError
 from sloguard.exporter.selfmetrics import SelfState, self_families
 from sloguard.exporter.server import Endpoints, start_server
 from sloguard.exporter.snapshot import Snapshot
 from sloguard.exporter.webconfig import load_web_config
 from sloguard.log import setup_logging
-from sloguard.model import ServerView
+from sloguard.model import Sample, ServerView
 from sloguard.notify import Notifier
 from sloguard.persistence import Persistence
 from sloguard.probes import jobs_from_config
@@ -93,7 +94,7 @@ class Daemon:
         # Listen before anything starts (probe process, schedules): a busy or forbidden address is one line and
         # exit 2, with nothing to clean up. Providers are looked up per request, after start() has finished.
         ep = Endpoints(self.snapshot, self.reload, lambda: self.evaluated, {
-            "slos": lambda: self.slo.api_json(self.statuses),
+            "slos": lambda: self.diagnosis.decorate(self.slo.api_json(self.statuses)),
             "probes": lambda: self.probes.history.snapshot(),
             "alerts": lambda: self.alerting.debug_json(),
             "releases": lambda: self.reports.api_json(),
@@ -108,6 +109,7 @@ class Daemon:
         self.server_windows = ServerWindows(max_age=server_horizon(slos))
         self.buckets = BucketAdvisor()
         self.probes = ProbeFeed(jobs_from_config(cfg, secrets.targets), cfg.probe_settings.history_size)
+        self.diagnosis = Diagnoser(cfg)  # where the time goes and why, per SLO, after each evaluation
         # Values a rule can read continue across a restart: last success (and its age) come from the store.
         self.probes.metrics.restore(self.persist.probe_baselines())
         self.records = RecordService(cfg, slos)  # joins the server's own record of each probe request
@@ -206,7 +208,12 @@ class Daemon:
         self.snapshot.put("store", self.persist.families())  # before the rules: SloguardStoreDown reads it
         self.reports.tick(now)
         self.snapshot.put("releases", self.reports.families())
-        self.alerting.evaluate(self.snapshot.samples(), now)
+        samples = self.snapshot.samples()
+        self.diagnosis.step(now, self.statuses, self.slo, self.server_windows, samples)
+        verdicts = self.diagnosis.families()
+        self.snapshot.put("diagnosis", verdicts)
+        samples += [Sample(s.name, s.labels, s.value) for fam in verdicts for s in fam.samples]
+        self.alerting.evaluate(samples, now, self.diagnosis.annotations)
         self.snapshot.put("alerts", self.alerting.families(now))
         self.eval_seconds = time.perf_counter() - start
         self.last_eval_mono = time.monotonic()
@@ -261,6 +268,7 @@ class Daemon:
         self.probes.update(jobs)
         self.records.reconfigure(cfg, slos)
         self.reports.reconfigure(cfg, self.config_path, self.clock.now())
+        self.diagnosis.reconfigure(cfg)
         self.slo.reconfigure(slos, self.persist.history(self.clock.now() - history_horizon(slos)))
         self.server_windows.reconfigure({t.name for t in cfg.targets}, server_horizon(slos), self.clock.now())
         self.cfg = cfg

@@ -118,7 +118,9 @@ def fault_help(sim_url: str) -> str:
             "inject a fault from another shell (then watch the SLO lines below move):\n"
             f"  curl -XPOST {sim_url}/sim/faults -d '{{\"latency_multiplier\": 4}}'\n"
             f"  curl -XDELETE {sim_url}/sim/faults      # back to normal\n"
-            "  other faults: stall_first_token_s, error_rate, hang, garbage_metrics, network_delay_s\n")
+            "  other faults: stall_first_token_s, error_rate, hang, garbage_metrics, network_delay_s;\n"
+            "  each of these gets a bottleneck verdict: load_multiplier, kv_blocks, prompt_scale, gpu_clock_ratio,\n"
+            "  cpu_burn, engine_restart_s (README 'Diagnosis')\n")
 
 
 def _status_loop(base: str, duration: float, daemon: subprocess.Popen[bytes], stop: dict[str, bool]) -> None:

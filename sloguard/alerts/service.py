@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from sloguard.alerts import engine
+from sloguard.alerts.annotate import Extra, annotate_all
 from sloguard.alerts.engine import Alert
 from sloguard.alerts.notifiers import NOTIFIERS, DeliveryError, Notifier
 from sloguard.alerts.notifiers.base import scrub
@@ -77,11 +78,16 @@ class Alerting:
         return [Sample(UNDELIVERED_METRIC, {"notifier": n, "outcome": o}, float(c))
                 for (n, o), c in self.outbox.undelivered(now).items()]
 
-    def evaluate(self, samples: Sequence[Sample], now: float) -> None:
-        """Step every rule at `now`, route, and commit new state and notifications in one transaction."""
+    def evaluate(self, samples: Sequence[Sample], now: float, extra: Extra | None = None) -> None:
+        """Step every rule at `now`, route, and commit new state and notifications in one transaction.
+
+        `extra(labels)`: annotations to merge into each alert (the diagnosis verdict of an SLO alert).
+        """
         with self.lock:
             hold = self._restored if now < self._grace_until else frozenset()
             active, events = engine.evaluate(self.rules, self.active, [*samples, *self._own_samples(now)], now, hold)
+            if extra is not None:
+                active, events = annotate_all(active, events, extra)
             firing = [a for a in active.values() if a.state == "firing"]
             groups, notes = route(list(self.specs.values()), self.groups, firing, now)
             with self.conn:

@@ -31,6 +31,8 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "gpu": "NVML GPU metrics and the optional torch GPU canary",
         "host": "psutil metrics of the serving processes on this host",
         "traces": "per-request server records (OTLP receiver for engine spans) and probe CLIENT span export",
+        "diagnose": "the bottleneck verdict per SLO after each evaluation: where the time goes (stage) and why "
+                    "(cause), README 'Diagnosis'",
         "builtin_alerts": "add sloguard's own alerts (source down, target down, stale probes, SLO burn rates, "
                           "GPU collection failing)",
         "reports": "release identities recorded with every probe result, and an automatic before/after "

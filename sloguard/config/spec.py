@@ -69,6 +69,10 @@ class TargetSpec(SecretSource):
                                           description="most characters in one label value; 0 = no limit")
     series_limit: int = Field(default=5_000, ge=0,
                               description="most sloguard_server_* series this target may produce; 0 = no limit")
+    dcgm_url: Annotated[str, AfterValidator(_no_userinfo)] | None = Field(
+        default=None, pattern=r"^(https?://|file://).+",
+        description="an NVIDIA dcgm-exporter /metrics URL for the GPUs serving this target; its DCGM_FI_* fields "
+                    "become the same sloguard_gpu_* series as NVML's, labelled with this target")
     labels: dict[Annotated[str, Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]{0,62}$")], str] = Field(
         default_factory=dict,
         description="release labels recorded with every probe result (e.g. release: v0.11); a change is a "
@@ -273,6 +277,15 @@ class TracesSpec(Strict):
     export: SpanExportSpec | None = None
 
 
+class DiagnoseSpec(Strict):
+    enabled: bool = Field(default=True, description="decide a bottleneck verdict per SLO after every evaluation")
+    window: PositiveDuration = Field(default=300.0, description="the recent window a verdict is judged on")
+    baseline: PositiveDuration = Field(default=3600.0, description="how far back the healthy values go whose "
+                                       "median is each stage's and signal's own baseline")
+    restart_hold: PositiveDuration = Field(default=600.0, description="how long after an engine restart or a "
+                                           "process cold start it explains a breach")
+
+
 class ReportsSpec(Strict):
     enabled: bool = Field(default=True, description="record release boundaries and report before/after each")
     after: PositiveDuration = Field(default=3600.0, description="soak after a release boundary before its report")
@@ -304,4 +317,5 @@ class Config(Strict):
     host: HostSpec = Field(default_factory=HostSpec)
     builtin_alerts: bool = True
     traces: TracesSpec = Field(default_factory=TracesSpec)
+    diagnose: DiagnoseSpec = Field(default_factory=DiagnoseSpec)
     reports: ReportsSpec = Field(default_factory=ReportsSpec)

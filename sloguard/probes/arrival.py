@@ -40,11 +40,12 @@ READ_SIZE = 16 * 1024  # bytes per socket read on a probe connection (asyncio's 
 class Arrivals:
     """Per-connection log of reads: `marks` for the body being received, the last status line, how it ended."""
 
-    __slots__ = ("lost", "marks", "payload", "status")
+    __slots__ = ("head_ns", "lost", "marks", "payload", "status")
 
     def __init__(self) -> None:
         self.payload: object | None = None
         self.marks: list[Mark] = []
+        self.head_ns = 0  # arrival of the read that completed the current response's head (status line)
         self.status: int | None = None  # from the raw status line of the latest response head
         self.lost: BaseException | None = None  # the error the connection ended with (None: clean or open)
 
@@ -56,7 +57,8 @@ class Arrivals:
     def record(self, t_ns: int, current: Any) -> None:
         """Log `(t_ns, body bytes so far)` after a read; a new StreamReader starts a new list."""
         if current is not None and current is not self.payload:
-            self.payload, self.marks = current, []
+            # A new body reader: this read completed a new response's head (HTTP/1.1 answers in order).
+            self.payload, self.marks, self.head_ns = current, [], t_ns
         total = getattr(self.payload, "total_bytes", None)
         if isinstance(total, int) and total > (self.marks[-1][1] if self.marks else 0):
             self.marks.append((t_ns, total))
@@ -141,6 +143,7 @@ class StampedResponse(aiohttp.ClientResponse):
 
     clock: Clock = staticmethod(time.perf_counter_ns)
     marks: Sequence[Mark] = ()
+    head_ns = 0  # arrival stamp of the read that completed this response's head; 0 when not seen
 
     async def start(self, connection: aiohttp.connector.Connection) -> aiohttp.ClientResponse:
         """Install the hook before any response byte is parsed, then keep this body's marks."""
@@ -149,7 +152,7 @@ class StampedResponse(aiohttp.ClientResponse):
             cap.log = log
         resp = await super().start(connection)
         if log is not None and log.payload is self.content:
-            self.marks = log.marks
+            self.marks, self.head_ns = log.marks, log.head_ns
         return resp
 
 

@@ -39,13 +39,21 @@ def closed_by_peer(transport: Any) -> bool:
 
 
 class FreshConnector(aiohttp.TCPConnector):
-    """TCPConnector that drops pooled connections the server closed before reusing one (no retries)."""
+    """TCPConnector that drops pooled connections the server closed before reusing one (no retries).
+
+    `settle_s`: a connection idle for less than this is not reused (SETTLE_S for probes; a load generator
+    against a server that keeps connections alive passes 0, sloguard.bench).
+    """
+
+    def __init__(self, *args: Any, settle_s: float = SETTLE_S, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.settle_s = settle_s
 
     async def connect(self, req: Any, traces: Any, timeout: Any) -> aiohttp.connector.Connection:
         """Close idle connections to `req`'s host that the server closed or may be closing, then connect."""
         now = time.monotonic()  # aiohttp stamps a released connection with it (3.9: loop.time(), the same clock)
         for proto, released in tuple(self._conns.get(req.connection_key, ())):
-            if proto.is_connected() and (now - released < SETTLE_S or closed_by_peer(proto.transport)):
+            if proto.is_connected() and (now - released < self.settle_s or closed_by_peer(proto.transport)):
                 proto.close()
         conn = await super().connect(req, traces, timeout)
         reset_status(conn.protocol)

@@ -32,7 +32,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from sloguard.model import ProbeResult
 from sloguard.probes.arrival import Arrivals, Slicer, StampedResponse, capturing
-from sloguard.probes.connection import FreshConnector
+from sloguard.probes.connection import SETTLE_S, FreshConnector
 from sloguard.probes.events import Decoder, Events
 from sloguard.probes.job import ProbeJob
 from sloguard.probes.timing import Summary
@@ -54,6 +54,8 @@ class Stamps:
     t0_ns: int = 0
     connect_start_ns: int = 0
     connect_end_ns: int = 0
+    head_ns: int = 0  # arrival of the response head (status line and headers), from the arrival hook
+    body_ns: int = 0  # arrival of the first body bytes
 
 
 def _stamps(ctx: SimpleNamespace) -> Stamps | None:
@@ -71,15 +73,15 @@ async def _on_connection_ready(_s: aiohttp.ClientSession, ctx: SimpleNamespace, 
         st.t0_ns = st.connect_end_ns = time.perf_counter_ns()
 
 
-def make_session() -> aiohttp.ClientSession:
+def make_session(settle_s: float = SETTLE_S) -> aiohttp.ClientSession:
     """Return the probe session: trace hooks for t0/connect, arrival-stamped bodies, no pool limit,
-    and a pool that never hands out a connection the server already closed."""
+    and a pool that never hands out a connection the server already closed (nor one idle < `settle_s`)."""
     trace = aiohttp.TraceConfig()
     trace.on_connection_create_start.append(_on_create_start)
     trace.on_connection_create_end.append(_on_connection_ready)
     trace.on_connection_reuseconn.append(_on_connection_ready)
     return aiohttp.ClientSession(
-        trace_configs=[trace], auto_decompress=False, connector=FreshConnector(limit=0),
+        trace_configs=[trace], auto_decompress=False, connector=FreshConnector(limit=0, settle_s=settle_s),
         response_class=StampedResponse,
     )
 
@@ -122,10 +124,12 @@ async def fetch(
                 async with session.post(url, json=body, headers=headers, trace_request_ctx=stamps,
                                         allow_redirects=False) as resp:
                     status = resp.status
+                    stamps.head_ns = getattr(resp, "head_ns", 0)
                     error = await _head_error(resp)
                     if error is None:
                         slicer = Slicer(resp.marks if isinstance(resp, StampedResponse) else ())
                         error = await _read(resp, slicer, chunks, sink)
+                        stamps.body_ns = resp.marks[0][0] if isinstance(resp, StampedResponse) and resp.marks else 0
         except TimeoutError:
             error = f"timeout after {timeout:g}s"
         except (aiohttp.ClientError, OSError) as exc:
@@ -277,6 +281,7 @@ def _result(
     if error is None:
         error = _stream_error(summary, events.unfinished, done_on_eof)
     connect = (stamps.connect_end_ns - stamps.connect_start_ns) * 1e-9 if stamps.connect_start_ns else 0.0
+    head = head_time(stamps)
     itl = summary.itl
     return ProbeResult(
         ts=ts, probe=job.name, target=job.target, model=job.model, api=job.api, ok=error is None,
@@ -287,7 +292,25 @@ def _result(
         prompt_tokens=summary.prompt_tokens, output_tokens=summary.output_tokens,
         prompt_bucket=prompt.bucket, trace_id=trace_id, **record_fields(summary.record), elapsed_s=elapsed_s,
         itl_counts=itl.counts if itl else (), itl_sum_s=itl.sum_s if itl else 0.0,
+        head_s=head if status else None,
     )
+
+
+DEFERRED_HEAD_S = 0.001  # a head followed by body bytes this soon was sent with the server's first output
+
+
+def head_time(stamps: Stamps) -> float | None:
+    """Return t0 → response head, the network stage without a server record; None if it is not one.
+
+    A server that sends its head only with its first output (llama-server does: head 3.9 ms, first event
+    0.6 ms later, after a 2.1 ms prefill) makes the head time a TTFT, not a network time: a head followed
+    by the first body bytes within DEFERRED_HEAD_S gives no network stage.
+    """
+    if not stamps.head_ns or stamps.head_ns < stamps.t0_ns or stamps.t0_ns <= 0:
+        return None
+    if stamps.body_ns and stamps.body_ns - stamps.head_ns < DEFERRED_HEAD_S * 1e9:
+        return None
+    return (stamps.head_ns - stamps.t0_ns) * 1e-9
 
 
 def _stream_error(summary: Summary, unfinished: bool, done_on_eof: bool) -> str | None:

@@ -75,6 +75,15 @@ class Engine:
         self.running: list[SimRequest] = []
         self.step_s = 0.0  # the duration plan() returned last
 
+    @property
+    def recorder(self) -> Recorder:
+        """Return where engine events go (the metrics registry)."""
+        return self._rec
+
+    @recorder.setter
+    def recorder(self, rec: Recorder) -> None:
+        self._rec = rec  # an engine restart starts a fresh registry: its counters reset, as vLLM's do
+
     def submit(self, req: SimRequest) -> None:
         """Queue a request; it is admitted at the next `plan()`."""
         req.queued = self._clock()

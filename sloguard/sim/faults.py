@@ -8,6 +8,18 @@ streams that send an SSE error event half-way and close), `garbage_metrics` (`/m
 with junk: true or "html" for an HTML page, "binary" for random bytes), `network_delay_s` (the request
 reaches the server this much later: a network/gateway delay before the response head, outside the
 server's own TTFT).
+
+Faults that act through the engine model, so the daemon must infer them (sloguard.diagnose): `load_multiplier`
+(× the background request rate: a load surge that fills the batch and the queue), `kv_blocks` (the KV cache
+shrinks to this many blocks, 0 = the profile's: admission waits for blocks and running requests are preempted
+and recomputed), `prompt_scale` (× every background prompt's length: longer prefill steps that block other
+requests), `gpu_clock_ratio` (the GPU runs at this share of its max SM clock, thermally throttled: every
+engine step takes 1/ratio as long, and the dcgm page shows the lower clock with the thermal clock-event
+reasons), `cpu_burn` (a thread in the server process burns this share of one core while holding the GIL, in
+100 ms slices like a long tokenizer call: the event loop, hence HTTP handling, token delivery and engine
+steps, waits for it), `engine_restart_s` (an action: the engine restarts now, its in-flight requests fail, its
+counters reset, and it takes this many seconds to come back, then runs a warm-up three times as long at a
+quarter speed; new requests queue meanwhile).
 """
 
 from __future__ import annotations
@@ -32,6 +44,12 @@ class Faults:
     midstream_error_rate: float = 0.0
     garbage_metrics: bool | str = False
     network_delay_s: float = 0.0
+    load_multiplier: float = 1.0
+    kv_blocks: int = 0
+    prompt_scale: float = 1.0
+    gpu_clock_ratio: float = 1.0
+    cpu_burn: float = 0.0
+    engine_restart_s: float = 0.0
 
     def as_json(self) -> dict[str, Any]:
         """Return the faults as a JSON-ready dict."""
@@ -67,6 +85,12 @@ FIELDS: dict[str, Callable[[str, object], object]] = {
     "midstream_error_rate": lambda k, v: _number(k, v, 0.0, 1.0),
     "garbage_metrics": _garbage,
     "network_delay_s": lambda k, v: _number(k, v, 0.0, 60.0),
+    "load_multiplier": lambda k, v: _number(k, v, 0.0, 1000.0),
+    "kv_blocks": lambda k, v: int(_number(k, v, 0, 10_000_000)),
+    "prompt_scale": lambda k, v: _number(k, v, 0.01, 1000.0),
+    "gpu_clock_ratio": lambda k, v: _number(k, v, 0.05, 1.0),
+    "cpu_burn": lambda k, v: _number(k, v, 0.0, 1.0),
+    "engine_restart_s": lambda k, v: _number(k, v, 0.0, 600.0),
 }
 
 

@@ -18,6 +18,17 @@ With the defaults, a 256-token prompt takes 20 + 0.2·256 = 71.2 ms to first tok
 requests and `max_batched_tokens` prefill tokens per step. KV cache: `kv_blocks` blocks of `block_size`
 tokens; a request that no longer fits is preempted (recomputed later) like vLLM V1.
 
+Capacity (what `sloguard bench` is tested against, tests/e2e/test_bench_sim.py): at most `max_batch`
+requests run at once, so with N closed-loop clients and N > max_batch every request waits in the queue
+for a running one to finish (the knee of a concurrency sweep: server queue time ≈ 0 up to max_batch,
+then (N − max_batch) · S / max_batch by Little's law, S = one request's time in the batch). With B
+requests decoding, output length M and prompt P, the mean step is about
+
+    step ≈ decode_base_s + decode_per_seq_s · B + (B / M) · (prefill_base_s + prefill_per_token_s · P)
+
+(B / M requests are admitted per step), and the most requests per second it can serve is B / (M · step).
+Steps follow model time (scheduler.py), so the host's speed does not change these figures.
+
 Prompt size: token-id lists count one per id; text counts ceil(UTF-8 bytes / 4), plus 3 per chat
 message (the chat template). Client requests never hit the prefix cache; background requests
 reuse `prefix_hit_ratio` of their prompt. Same seed, same sequence of decisions.

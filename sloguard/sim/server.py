@@ -1,17 +1,18 @@
 """aiohttp app of the simulated vLLM server: OpenAI API, vLLM `/metrics`, and `/sim/*` control routes.
 
 Routes: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`, `GET /health`,
-`GET /metrics`, `GET /sim/profile`, `GET|POST|DELETE /sim/faults`, `GET /sim/requests/{id}`.
+`GET /metrics`, `GET /version`, `GET /sim/profile`, `GET|POST|DELETE /sim/faults`, `GET /sim/requests/{id}`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 from aiohttp import web
 
-from sloguard.sim import completion
+from sloguard.sim import completion, dcgm
 from sloguard.sim.completion import SIM_KEY, error_response
 from sloguard.sim.faults import garbage_body
 from sloguard.sim.model import LatencyProfile
@@ -38,7 +39,7 @@ async def _models(request: web.Request) -> web.Response:
 
 
 async def _version(request: web.Request) -> web.Response:
-    """vLLM's `GET /version` (what sloguard reads as the engine version of a release)."""
+    """vLLM's `GET /version`: the engine version of a release (daemon identity, bench header)."""
     return web.json_response({"version": request.app[SIM_KEY].engine_version})
 
 
@@ -52,6 +53,14 @@ async def _metrics(request: web.Request) -> web.Response:
         body, ctype = garbage_body(sim.faults.garbage_metrics, sim.rng_faults)
         return web.Response(body=body, headers={"Content-Type": ctype})
     return web.Response(body=sim.metrics.render(), headers={"Content-Type": METRICS_CONTENT_TYPE})
+
+
+async def _dcgm(request: web.Request) -> web.Response:
+    sim = request.app[SIM_KEY]
+    now = asyncio.get_running_loop().time()
+    busy = sim.scheduler.busy_until(now)
+    values = dcgm.readings(sim.gpu, now, busy, sim.faults.gpu_clock_ratio, sim.engine.kv_usage())
+    return web.Response(body=dcgm.render(values), headers={"Content-Type": METRICS_CONTENT_TYPE})
 
 
 async def _profile(request: web.Request) -> web.Response:
@@ -99,10 +108,11 @@ def build_app(sim: Simulator) -> web.Application:
     app.add_routes([
         web.post("/v1/chat/completions", _chat), web.post("/v1/completions", _completions),
         web.get("/v1/models", _models), web.get("/health", _health), web.get("/metrics", _metrics),
-        web.get("/version", _version),
+        web.get("/dcgm/metrics", _dcgm),
         web.get("/sim/profile", _profile), web.get("/sim/faults", _faults), web.post("/sim/faults", _faults),
         web.delete("/sim/faults", _faults), web.get("/sim/requests/{rid}", _request),
     ])
+    app.router.add_get("/version", _version)
     return app
 
 

@@ -8,7 +8,11 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from sloguard import __version__
+from sloguard.sim import effects
 from sloguard.sim import faults as faults_mod
+from sloguard.sim.cpuburn import CPUBurner
+from sloguard.sim.dcgm import GPUState
 from sloguard.sim.engine import Engine, SimRequest, TokenSink
 from sloguard.sim.faults import Faults
 from sloguard.sim.metrics import SimMetrics
@@ -19,7 +23,7 @@ from sloguard.sim.wire import GenParams
 DEFAULT_MODEL = "sim-llama-3-8b"
 REQUEST_LOG_SIZE = 10_000
 DEFAULT_BACKGROUND_RPS = 2.0
-DEFAULT_ENGINE_VERSION = "0.11.0+sim"
+DEFAULT_ENGINE_VERSION = f"sloguard-sim-{__version__}"  # what GET /version answers unless told
 
 
 class Simulator:
@@ -47,6 +51,11 @@ class Simulator:
         self.tracer: Any = None  # sim.tracing.SimTracer when spans are exported (`--otlp-traces-endpoint`)
         self.per_request_metrics = False  # vLLM's --enable-per-request-metrics: `metrics` in the usage chunk
         self.engine_version = DEFAULT_ENGINE_VERSION  # what GET /version answers
+        self.burner = CPUBurner()  # the cpu_burn fault's GIL-holding neighbour thread
+        self.warm_until = 0.0  # after an engine restart: steps run slower until then (sim.effects)
+        self.restarts = 0
+        self.gpu = GPUState()  # the simulated GPU's dcgm-exporter page (sim.dcgm)
+        self.scheduler.multiplier_fn = lambda: effects.step_multiplier(self)
 
     @staticmethod
     def _now() -> float:
@@ -57,19 +66,19 @@ class Simulator:
         self.scheduler.start(self.background_rps, self._rng_background)
 
     async def stop(self) -> None:
-        """Stop every task the simulator started."""
+        """Stop every task (and the cpu_burn thread) the simulator started."""
+        self.burner.stop()
         await self.scheduler.stop()
 
     def set_faults(self, payload: object) -> Faults:
         """Merge `payload` into the faults (ValueError when invalid) and apply the multiplier."""
-        self.faults = faults_mod.merge(self.faults, payload)
-        self.engine.multiplier = self.faults.latency_multiplier
+        merged = faults_mod.merge(self.faults, payload)
+        effects.apply(self, merged, set(payload) if isinstance(payload, dict) else set())
         return self.faults
 
     def clear_faults(self) -> Faults:
         """Remove every fault."""
-        self.faults = Faults()
-        self.engine.multiplier = 1.0
+        effects.apply(self, Faults(), set())
         return self.faults
 
     def new_request(self, p: GenParams, arrival: float, sink: TokenSink) -> SimRequest:

@@ -20,10 +20,9 @@ Definitions (README "Exact definitions"):
 - budget remaining over the SLO window W = 1 − bad / allowed, allowed = (1 − objective) × expected, and
   expected = max(rate × W, requests seen) with a probe schedule, else requests seen × W / covered (the
   observed rate extrapolated); covered = the seconds of W the data spans. Not clamped (−1 = spent twice).
-- stages: share = stage p50 / E2E p50 (same window); overrun = stage p95 / its budget;
-  network ≈ probe TTFT − server TTFT at the same quantile and window (an estimate), unless requests carry
-  measured stages (source "request": quantiles of per-request network/queue/prefill/decode), which then
-  replace the estimate of that stage.
+- stages (sloguard.slo.stages): share = stage p50 / E2E p50 (same window); overrun = stage p95 / its
+  budget; measured per request where a server record exists (source "request"), network = time to the
+  response head otherwise, server histograms as intervals consistent with their sum and the whole.
 """
 
 from __future__ import annotations
@@ -42,22 +41,14 @@ from sloguard.slo.model import (
     Indicator,
     ObjectiveStatus,
     SLOStatus,
-    StageSource,
     StageStatus,
     WindowStatus,
     indicators,
 )
+from sloguard.slo.stages import breakdown
 from sloguard.windows import histo
 from sloguard.windows.probe import MISS, ProbeWindow, WindowView
 
-STAGE_QS = (0.5, 0.95, 0.99)
-PROBE_STAGES = ("connect", "ttft", "decode", "e2e")
-SERVER_STAGES_WITH_PROBE = ("queue", "prefill")
-SERVER_STAGES = ("queue", "prefill", "ttft", "decode", "e2e")
-# Stages measured per request (the server's own record joined by trace id): where a window has them, they
-# replace the histogram estimate of the same stage (DESIGN §4: estimates only where no record exists).
-REQUEST_STAGES = (("network", "request_network"), ("queue", "request_queue"), ("prefill", "request_prefill"),
-                  ("decode", "request_decode"))
 WORST_STAGE_WINDOW = 3600.0  # worst_stage is judged on the 1h window: recent, yet not one noisy probe
 ABORT_REASONS = frozenset({"abort", "error"})  # engine finished reasons that mean the request never completed
 
@@ -201,42 +192,6 @@ def _server_window(slo: SLO, reader: ServerReader, window: float,
     return status, objectives, burns
 
 
-def _stage(slo: SLO, name: str, source: str, qs: tuple[float, ...] | None, e2e_p50: float | None,
-           window: float, segment: str, estimate: bool = False) -> StageStatus:
-    p50, p95, p99 = qs if qs is not None else (None, None, None)
-    budget = slo.budgets.get(name)
-    share = p50 / e2e_p50 if p50 is not None and e2e_p50 else None
-    overrun = p95 / budget if p95 is not None and budget else None
-    kind: StageSource = "server" if source == "server" else "request" if source == "request" else "probe"
-    return StageStatus(name, window, segment, kind, p50, p95, p99, budget, share, overrun, estimate)
-
-
-def _stages(slo: SLO, probe: QuantileReader | None, server: ServerReader | None,
-            window: float, segment: str) -> list[StageStatus]:
-    table: list[tuple[str, str, tuple[float, ...] | None]] = []
-    measured: set[str] = set()
-    if probe is not None:
-        table += [(s, "probe", probe.quantiles(s, STAGE_QS)) for s in PROBE_STAGES]
-        req = [(s, "request", probe.quantiles(m, STAGE_QS)) for s, m in REQUEST_STAGES]
-        table += [row for row in req if row[2] is not None]
-        measured = {s for s, _, _ in table[len(PROBE_STAGES):]}
-    if server is not None:
-        names = SERVER_STAGES_WITH_PROBE if probe is not None else SERVER_STAGES
-        table += [(s, "server", server.quantiles(s, STAGE_QS)) for s in names if s not in measured]
-    e2e = next((qs[0] for name, _, qs in table if name == "e2e" and qs is not None), None)
-    out = [_stage(slo, name, src, qs, e2e, window, segment) for name, src, qs in table]
-    if probe is not None and server is not None and "network" not in measured:
-        net = _network(probe.quantiles("ttft", STAGE_QS), server.quantiles("ttft", STAGE_QS))
-        out.append(_stage(slo, "network", "probe", net, e2e, window, segment, estimate=True))
-    return out
-
-
-def _network(probe: tuple[float, ...] | None, server: tuple[float, ...] | None) -> tuple[float, ...] | None:
-    if probe is None or server is None:
-        return None
-    return tuple(p - s for p, s in zip(probe, server, strict=True))
-
-
 def _worst_stage(stages: Sequence[StageStatus]) -> str | None:
     judged = [s for s in stages if s.window == WORST_STAGE_WINDOW and not s.segment and s.overrun is not None]
     worst = max(judged, key=lambda s: s.overrun or 0.0, default=None)
@@ -263,7 +218,7 @@ def evaluate(slo: SLO, probe: Mapping[str, ProbeWindow] | None, now: float,
             windows.append(status)
             objectives += objs
             burns += bs
-            stages += _stages(slo, None, sreader, w, "")
+            stages += breakdown(slo, None, sreader, w, "")
             if w == slo.window:
                 covered = max((sreader.span(o.metric) for o in slo.objectives), default=0.0)
             continue
@@ -272,7 +227,7 @@ def evaluate(slo: SLO, probe: Mapping[str, ProbeWindow] | None, now: float,
             covered_w = (probe or {}).get("", pw).covered(w, now)  # segments share the SLO's observed span
             windows.append(_probe_counts(slo, view, w, segment, covered_w))
             objectives += _probe_objectives(slo, view, w, segment)
-            stages += _stages(slo, view, sreader if not segment else None, w, segment)
+            stages += breakdown(slo, view, sreader if not segment else None, w, segment)
             if not segment:
                 burns += [_burn(slo, ind, w, *_probe_bad(slo, ind, view)) for ind in indicators(slo)]
                 if w == slo.window:

@@ -44,7 +44,7 @@ FAMILIES: Mapping[str, tuple[str, str]] = {
     P + "burn_evidence_ratio": ("gauge", "Bad requests in the window divided by the fewest that are significant against healthy operation (one-sided binomial test, alpha 0.001); burn alerts need >= 1 over their long window."),  # noqa: E501
     P + "requests": ("counter", "Probe requests judged for each SLO budget since the daemon started, by whether they were good for it."),  # noqa: E501
     P + "window_requests": ("gauge", "Requests in the window (probe requests, or server histogram observations)."),
-    S + "latency_seconds": ("summary", "Stage latency quantile over the window; stage network = probe TTFT - server TTFT is an estimate."),  # noqa: E501
+    S + "latency_seconds": ("summary", "Stage latency quantile over the window: per-request stages exact; server-histogram stages bounded by the histogram's sum and by their whole; network = time to the response head where no server record exists."),  # noqa: E501
     S + "budget_seconds": ("gauge", "Configured p95 latency budget of the stage."),
     S + "share_ratio": ("gauge", "Stage p50 divided by E2E p50 over the same window."),
     S + "overrun_ratio": ("gauge", "Stage p95 divided by its budget: above 1 the stage overran its budget."),

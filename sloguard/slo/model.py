@@ -235,7 +235,11 @@ class StageStatus:
     budget: float | None
     share: float | None  # stage p50 / e2e p50 at the same window
     overrun: float | None  # p95 / budget
-    estimate: bool = False  # network = probe TTFT − server TTFT at the same quantile
+    estimate: bool = False  # kept for compatibility: stages are measured per request or bounded, never mixed
+    # Per p50/p95/p99, the interval the true quantile is known to lie in (server histograms: the bucket,
+    # the mean bound and the whole; sloguard.windows.bounds); empty for quantiles of per-request values.
+    resolution: tuple[tuple[float, float], ...] = ()
+    bounded: bool = False  # a histogram's own sum or the stage's whole moved a value: it is an upper bound
 
 
 @dataclass(frozen=True, slots=True)

@@ -128,7 +128,7 @@ def _notes(slo: Doc, window: str) -> list[str]:
     for s in _rows_at(slo.get("stages") or [], window):
         if s.get("budget") is not None and s.get("p95") is not None:
             notes.append(f"stage {s['stage']:8} p95 {seconds(s['p95']):>8} of budget {threshold(s['budget'])}"
-                         + (" (estimate)" if s.get("estimate") else ""))
+                         + (" (bounded)" if s.get("bounded") else ""))
     budgets = slo.get("error_budgets") or []
     notes += [budget_line(b, str(slo.get("window"))) for b in budgets]
     budget = slo.get("error_budget_remaining")
@@ -136,7 +136,17 @@ def _notes(slo: Doc, window: str) -> list[str]:
         notes.append(f"error budget remaining ({slo.get('window')}): {percent(budget)}")
     if slo.get("worst_stage"):
         notes.append(f"most over budget: {slo['worst_stage']}")
-    return notes
+    return notes + diagnosis_lines(slo)
+
+
+def diagnosis_lines(slo: Doc) -> list[str]:
+    """Return the bottleneck verdict line (README "Diagnosis"), or nothing while healthy or unavailable."""
+    d = slo.get("diagnosis")
+    if not isinstance(d, dict) or not d.get("summary"):
+        return []
+    conf = d.get("confidence")
+    tail = f" (confidence {percent(conf)})" if isinstance(conf, int | float) and d.get("cause") != "unknown" else ""
+    return [f"diagnosis: {d['summary']}{tail}"]
 
 
 def render_status(api: Any, window: str = "5m") -> str:

@@ -48,6 +48,7 @@ METRICS: Mapping[str, str] = {
     # stages measured per request from the server's own record (sloguard.traces), source="request"
     "request_network": "network_s", "request_queue": "queue_s", "request_prefill": "prefill_s",
     "request_decode": "server_decode_s",
+    "head": "head_s",  # time to the response head: the network stage where no server record exists
     "decode": "",  # last: the bucket ring appends the derived column after the stored ones
 }
 # How a failed request counts per metric (metrics not listed: "reached"):

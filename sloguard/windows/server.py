@@ -203,3 +203,22 @@ class ServerWindows:
                 fam.add_metric([t, m, name.removeprefix("finished:"), w], inc / secs)
         if fam.samples:
             yield fam
+
+    def increase(self, target: str, names: Collection[str], window: float, now: float) -> tuple[float, float] | None:
+        """Return (summed increase of the counters `names` over all models, longest span) in the window.
+
+        Counter resets are handled as for every server series; None when no such counter has two scrapes.
+        """
+        found = [got for (t, _, n), win in self._count.items()
+                 if t == target and n in names and (got := win.over_span(window, now)) is not None]
+        if not found:
+            return None
+        return sum(h.count for h, _ in found), max(span for _, span in found)
+
+    def counter_names(self, target: str) -> set[str]:
+        """Return the counter names (finished reasons as `finished:<reason>`) a target has reported."""
+        return {n for (t, _, n) in self._count if t == target}
+
+    def latest(self, target: str) -> ServerView | None:
+        """Return the target's newest scrape, or None."""
+        return self._latest.get(target)

@@ -69,7 +69,10 @@ def test_timings_give_the_exact_prefill_and_decode_of_each_request(llama_server:
         counted = after["llamacpp:prompt_seconds_total"] - before["llamacpp:prompt_seconds_total"]
         assert 0 < counted <= r["prefill_s"] + 1e-6
         assert r["prefill_s"] <= r["ttft_s"]  # a stage is part of its whole
-        assert r["network_s"] is None and r["queue_s"] is None  # llama.cpp reports no queue time: no network stage
+        assert r["network_s"] is None and r["queue_s"] is None  # llama.cpp reports no queue time: no record network
+        # ... and llama-server sends its response head only with its first output (after the prefill), so the
+        # time to the head is no network time either: no head-based network stage (README "Exact definitions")
+        assert r["head_s"] is None, r
 
 
 def test_daemon_shows_a_measured_prefill_stage_for_llamacpp(llama_server: LlamaServer,  # noqa: F811

@@ -130,6 +130,9 @@ CASES: dict[str, Case] = {
     # canary (the runs that need torch are in tests/unit/probes; these fail before spawning it)
     "canary-bad-timeout": Case("canary --timeout soon", (2,), "timeout"),
     "canary-bad-device": Case("canary --device tpu", (2,), "device"),
+    # status
+    "status-closed-port": Case("status --url http://127.0.0.1:9", (2,), "cannot read http://127.0.0.1:9/api/v1/slos"),
+    "status-bad-url": Case("status --url bogus --json", (2,), "bogus"),
     # demo
     "demo-bad-duration": Case("demo --duration soon", (2,), "invalid duration"),
     "demo-port-in-use": Case("demo --listen 127.0.0.1:{busy} --duration 30s", (1,), "--listen"),
@@ -155,6 +158,13 @@ CASES: dict[str, Case] = {
                                         "--out-dir {d}/afile", (2,), "afile"),
     "report-closed": Case("report --baseline {d}/bench.jsonl --candidate {d}/bench.jsonl", (PIPE,),
                           closed_stdout=True),
+    # bench (the runs against a server are in tests/e2e/test_bench_sim.py)
+    "bench-missing-config": Case("bench -c {d}/nope.yaml --target t --concurrency 1 -o {d}/r.jsonl", (2,),
+                                 "nope.yaml"),
+    "bench-no-load": Case("bench -c {d}/good.yaml --target t -o {d}/r.jsonl", (2,), "--concurrency"),
+    "bench-unreachable": Case("bench -c {d}/good.yaml --target t --concurrency 1 -o {d}/r.jsonl", (2,),
+                              "is not reachable"),
+    "bench-schema-closed": Case("bench --print-schema", (PIPE,), closed_stdout=True),
 }
 
 

@@ -16,6 +16,8 @@ import pytest
 from support.procs import ROOT, Proc, free_port, http_get, http_post, metric_value, simulator, start_daemon, wait_until
 from support.slack_double import TOKEN_ENV, SlackDouble
 
+from sloguard.sim.simulator import DEFAULT_ENGINE_VERSION
+
 pytestmark = pytest.mark.e2e
 
 
@@ -88,8 +90,8 @@ def test_a_release_with_a_latency_fault_is_reported_automatically(tmp_path: Path
             assert doc["candidate"]["identity"]["labels"] == {"release": "B", "team": "llm"}
             wait_until(lambda: metric_value(metrics(daemon), "sloguard_report_verdict",
                                             {"target": "sim", "metric": "report"}) == 1.0, 10, "the verdict metric")
-            assert metric_value(metrics(daemon), "sloguard_release_info", {"target": "sim", "label_release": "B",
-                                                                             "engine_version": "0.11.0+sim"}) == 1.0
+            info = {"target": "sim", "label_release": "B", "engine_version": DEFAULT_ENGINE_VERSION}
+            assert metric_value(metrics(daemon), "sloguard_release_info", info) == 1.0
             (b,) = releases(daemon)["boundaries"]  # type: ignore[misc]
             assert b["status"] == "done" and b["report_path"] == str(folder)
             cfg = str(tmp_path / "sloguard.yaml")

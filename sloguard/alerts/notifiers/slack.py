@@ -68,11 +68,23 @@ def _alert_block(a: Alert) -> list[dict[str, Any]]:
         fields.append(f"*Objective*\n{float(ann['objective']) * 100:.10g}%")
     block: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": text[:2900]},
                                     "fields": [{"type": "mrkdwn", "text": f} for f in fields]}]
+    block.extend(_diagnosis_blocks(ann))
     links = [f"<{ann[k]}|{title}>" for k, title in (("runbook_url", "Runbook"), ("dashboard_url", "Dashboard"))
              if ann.get(k)]
     if links:
         block.append({"type": "context", "elements": [{"type": "mrkdwn", "text": " · ".join(links)}]})
     return block
+
+
+def _diagnosis_blocks(ann: dict[str, str]) -> list[dict[str, Any]]:
+    """Return the verdict (sloguard.diagnose) as one line plus its evidence, when the alert carries one."""
+    if not ann.get("diagnosis"):
+        return []
+    out: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn",
+                                                              "text": f"*Where / why:* {ann['diagnosis']}"[:2900]}}]
+    if ann.get("diagnosis_evidence"):
+        out.append({"type": "context", "elements": [{"type": "mrkdwn", "text": ann["diagnosis_evidence"][:2900]}]})
+    return out
 
 
 def blocks(note: Notification, dashboard_url: str | None = None) -> list[dict[str, Any]]:

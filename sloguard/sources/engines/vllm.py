@@ -18,6 +18,8 @@ VLLM = EngineMap(
         "prefill": hist("vllm:request_prefill_time_seconds"),
         "decode": hist("vllm:request_decode_time_seconds"),
         "inference": hist("vllm:request_inference_time_seconds"),
+        # Prompt tokens per finished request (tokens, not seconds: not exported; sloguard.diagnose reads it).
+        "prompt_length": hist("vllm:request_prompt_tokens"),
     },
     gauges={
         "requests_running": gauge("vllm:num_requests_running"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -205,12 +206,17 @@ def test_server_slo_uses_histogram_maths() -> None:
     assert queue.p95 == pytest.approx(0.75) and queue.overrun == pytest.approx(1.5)
 
 
-def test_network_estimate_from_probe_minus_server() -> None:
+def test_network_is_the_time_to_the_response_head_not_a_histogram_difference() -> None:
+    """Probe TTFT 1 s vs server TTFT p95 0.75 s used to give a 'network' of 0.25 s; the head time is per request."""
     slo = SLO("s", "t")
-    results = [_r(NOW - i, ttft=1.0) for i in range(10)]
+    results = [dataclasses.replace(_r(NOW - i, ttft=1.0), head_s=0.004 + i * 1e-3) for i in range(10)]
     st = evaluate(slo, _window(results, slo), NOW, FakeServer())
     net = next(s for s in st.stages if s.stage == "network" and s.window == 300.0)
-    assert net.estimate and net.p95 == pytest.approx(1.0 - 0.75)
+    assert not net.estimate and net.source == "probe" and net.resolution == ()
+    assert net.p50 == pytest.approx(0.0085) and net.p99 == pytest.approx(0.01291)
+    # without head times (results stored before they existed) there is no network stage, never a guess
+    st = evaluate(slo, _window([_r(NOW - i, ttft=1.0) for i in range(10)], slo), NOW, FakeServer())
+    assert not [s for s in st.stages if s.stage == "network"]
 
 
 # Server SLOs: each objective is its own latency budget burning miss / (1 − p/100).

@@ -38,8 +38,8 @@ def _doc(goodput_5m: float | None = 0.7, ttft_5m: float | None = 0.812,
             {"window": "5m", "segment": "", "requests": 25, "goodput_ratio": goodput_5m, "burn_rate": 6.0},
         ],
         "stages": [{"stage": "decode", "window": "5m", "segment": "", "p95": 1.6, "budget": 1.5, "estimate": False},
-                   {"stage": "network", "window": "5m", "segment": "", "p95": 0.004, "budget": 0.05,
-                    "estimate": True}],
+                   {"stage": "queue", "window": "5m", "segment": "", "p95": 0.004, "budget": 0.05,
+                    "bounded": True}],
     }
 
 
@@ -59,7 +59,7 @@ def test_lines_print_goodput_and_target_both_as_percentages() -> None:
     goodput = next(line for line in lines if "goodput" in line)
     assert "goodput 70.0% (target 95.0%)" in goodput and goodput.strip().startswith(BREACH)
     assert "0.95" not in "\n".join(lines)
-    assert "  stage network  p95   4.00ms of budget 50ms (estimate)" in lines
+    assert "  stage queue    p95   4.00ms of budget 50ms (bounded)" in lines
     assert "  error budget remaining (1d): 93.2%" in lines
 
 

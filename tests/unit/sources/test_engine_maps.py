@@ -20,7 +20,8 @@ def view_of(path: Path, engine: str = "auto") -> ServerView:
 # file -> (engine, model, histogram signals, gauge signals, counter signals, finished reasons)
 EXPECTED = {
     "vllm-v1-dynamo-2026-01.txt": (
-        "vllm", "Qwen/Qwen3-0.6B", {"ttft", "itl", "tpot", "e2e", "queue", "prefill", "decode", "inference"},
+        "vllm", "Qwen/Qwen3-0.6B", {"ttft", "itl", "tpot", "e2e", "queue", "prefill", "decode", "inference",
+                                       "prompt_length"},
         {"requests_running", "requests_waiting", "kv_cache_usage_ratio"},
         {"prompt_tokens", "generation_tokens", "prefix_cache_queries", "prefix_cache_hits", "preemptions"},
         {"stop", "length", "abort", "error"},

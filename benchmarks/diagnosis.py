@@ -1,0 +1,319 @@
+"""Bottleneck verdicts against the simulator: every fault class × seeds, plus healthy runs.
+
+Each run ("lane") is one simulator process (its own seed, in-band per-request records, its dcgm-exporter page)
+and one SLO of one sloguard daemon that probes, scrapes, watches the simulator's process (host source) and
+its dcgm page. A round starts a daemon and several lanes, lets them run healthy for --warmup seconds (the
+diagnosis learns each stage's and signal's baseline), injects each lane's fault through `POST /sim/faults`
+and watches `/api/v1/slos` every evaluation interval for --observe seconds.
+
+Per faulted run: the first cause other than none/unknown after injection (right when it is the fault's
+cause), the time from injection to the first correct verdict, and the time from the SLO's own objective
+breach (first evaluation whose shortest-window objective is non-compliant) to the correct verdict, in
+evaluation intervals. Per healthy run: any cause other than none/unknown over the whole run is a false
+cause. Goals (issue 12): right cause ≥ 90% of faulted runs, no false cause in ≥ 95% of healthy runs,
+verdict within two evaluation intervals after the objective breaches.
+
+Run: .venv/bin/python benchmarks/diagnosis.py [--seeds 5] [--healthy 10] [--parallel 3]  (~25 min on 2 cores)
+     .venv/bin/python benchmarks/diagnosis.py --cost   (the diagnosis step's own cost per evaluation, ~1 min)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+EVAL_S = 1.0
+TIME_SCALE = 2.0  # every model time × 2 (TPOT ~30 ms, TTFT ~0.15 s): a loaded 2-core machine's jitter stays small
+BACKGROUND_RPS = 1.0  # with the time scale, the engine as busy as the default simulator at 2 requests/s
+TTFT_OBJECTIVE, TPOT_OBJECTIVE = "1s", "150ms"  # p95 of each; healthy runs read ~0.3-0.8 s and ~90-130 ms here
+# fault class -> (expected cause, POST /sim/faults payload)
+FAULTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "load_surge": ("capacity", {"load_multiplier": 3.0}),
+    "kv_shrink": ("kv_cache_pressure", {"kv_blocks": 288}),
+    "long_prompts": ("long_prompts", {"prompt_scale": 4.0}),
+    "gpu_throttle": ("gpu_throttled", {"gpu_clock_ratio": 0.4}),
+    "cpu_burn": ("serving_cpu_bound", {"cpu_burn": 0.85}),
+    "network_delay": ("network", {"network_delay_s": 0.8}),
+    "engine_restart": ("engine_restart", {"engine_restart_s": 6.0}),
+}
+
+
+def free_port() -> int:
+    """Return a TCP port that was free on loopback a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Lane:
+    """One simulator + one SLO: a fault class (or healthy) and what was observed."""
+
+    name: str
+    fault: str  # "" = healthy
+    seed: int
+    port: int = 0
+    proc: subprocess.Popen[bytes] | None = None
+    pid_file: str = ""
+    causes: list[tuple[float, str, str]] = field(default_factory=list)  # (t since injection, stage, cause)
+    breach_t: float | None = None
+    summary: str = ""
+
+    @property
+    def expected(self) -> str:
+        return FAULTS[self.fault][0] if self.fault else "none"
+
+
+def lane_config(lane: Lane) -> str:
+    probes = "\n".join(
+        f"  - {{name: {lane.name}-p{i}, target: {lane.name}, api: chat, interval: 5s, timeout: 4900ms, max_tokens: 24,"
+        f" prompts: [{{tokens: 128}}]}}" for i in range(10))
+    return f"""
+  - name: {lane.name}
+    engine: vllm
+    metrics_url: http://127.0.0.1:{lane.port}/metrics
+    api_url: http://127.0.0.1:{lane.port}
+    model: sim-llama-3-8b
+    scrape_interval: 1s
+    scrape_timeout: 900ms
+    dcgm_url: http://127.0.0.1:{lane.port}/dcgm/metrics
+""", probes, f"""
+  - name: {lane.name}
+    target: {lane.name}
+    objectives: [{{metric: ttft, percentile: 95, threshold: {TTFT_OBJECTIVE}}},
+                 {{metric: tpot, percentile: 95, threshold: {TPOT_OBJECTIVE}}}]
+""", f"    - {{name: {lane.name}, target: {lane.name}, pid_file: {lane.pid_file}}}"
+
+
+def daemon_config(lanes: list[Lane], listen: int, state: str, window: float) -> str:
+    parts = [lane_config(lane) for lane in lanes]
+    return (f"version: sloguard/v1\nlisten: 127.0.0.1:{listen}\nstate_dir: {state}\nevaluation_interval: {EVAL_S:g}s\n"
+            f"builtin_alerts: false\ntargets:{''.join(p[0] for p in parts)}probes:\n"
+            + "\n".join(p[1] for p in parts) + f"\nslos:{''.join(p[2] for p in parts)}host:\n  interval: 1s\n"
+            f"  processes:\n" + "\n".join(p[3] for p in parts)
+            + f"\ndiagnose: {{window: {window:g}s, baseline: 10m, restart_hold: 60s}}\n")
+
+
+def _get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return json.loads(resp.read())
+
+
+def _post(url: str, body: dict[str, Any]) -> None:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=5):
+        pass
+
+
+def _wait(url: str, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not come up")
+
+
+def _start_sim(lane: Lane, tmp: Path) -> None:
+    lane.port = free_port()
+    lane.proc = subprocess.Popen([PY, "-m", "sloguard", "sim", "--listen", f"127.0.0.1:{lane.port}", "--seed",
+                                  str(lane.seed), "--enable-per-request-metrics", "--time-scale", str(TIME_SCALE),
+                                  "--background-rps", str(BACKGROUND_RPS)], stdout=subprocess.DEVNULL)
+    lane.pid_file = str(tmp / f"{lane.name}.pid")
+    Path(lane.pid_file).write_text(str(lane.proc.pid))
+
+
+def _observe(lanes: list[Lane], base: str, t0: float, observe: float) -> None:
+    end = time.monotonic() + observe
+    while time.monotonic() < end:
+        t = time.monotonic() - t0
+        doc = _get(f"{base}/api/v1/slos")
+        by = {s["name"]: s for s in doc["slos"]}
+        for lane in lanes:
+            slo = by.get(lane.name) or {}
+            d = slo.get("diagnosis") or {}
+            cause, stage = d.get("cause", "none"), d.get("stage", "none")
+            if not lane.causes or lane.causes[-1][2] != cause:
+                lane.causes.append((t, stage, cause))
+                if cause not in ("none", "unknown") and not lane.summary:
+                    lane.summary = d.get("summary", "")
+            shortest = min((o["window"] for o in slo.get("objectives", [])), key=_secs, default=None)
+            if t >= 0 and lane.breach_t is None and any(o["window"] == shortest and o["compliant"] is False
+                                                        for o in slo.get("objectives", [])):
+                lane.breach_t = t
+        time.sleep(EVAL_S / 2)
+
+
+def _secs(w: str) -> float:
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    return float(w[:-1]) * units[w[-1]]
+
+
+def run_round(lanes: list[Lane], warmup: float, observe: float, window: float) -> None:
+    with tempfile.TemporaryDirectory(prefix="sloguard-diag-") as tmpdir:
+        tmp = Path(tmpdir)
+        for lane in lanes:
+            _start_sim(lane, tmp)
+        listen = free_port()
+        cfg = tmp / "sloguard.yaml"
+        cfg.write_text(daemon_config(lanes, listen, str(tmp / "state"), window))
+        daemon = subprocess.Popen([PY, "-m", "sloguard", "run", "-c", str(cfg)], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        base = f"http://127.0.0.1:{listen}"
+        try:
+            _wait(f"{base}/-/ready", time.monotonic() + 30)
+            start = time.monotonic()
+            _observe(lanes, base, start + warmup, warmup)  # healthy phase: a false cause counts there too
+            for lane in lanes:
+                if lane.fault:
+                    _post(f"http://127.0.0.1:{lane.port}/sim/faults", FAULTS[lane.fault][1])
+            _observe(lanes, base, time.monotonic(), observe)
+        finally:
+            for p in [daemon, *(lane.proc for lane in lanes if lane.proc)]:
+                p.terminate()
+            for p in [daemon, *(lane.proc for lane in lanes if lane.proc)]:
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+
+
+def verdict_of(lane: Lane) -> str:
+    """Return the lane's verdict: the first cause other than none/unknown after injection (healthy: any time)."""
+    after = [c for t, _, c in lane.causes if (t >= 0 or not lane.fault) and c not in ("none", "unknown")]
+    return after[0] if after else "none/unknown"
+
+
+def report(lanes: list[Lane]) -> None:
+    faulted = [lane for lane in lanes if lane.fault]
+    healthy = [lane for lane in lanes if not lane.fault]
+    classes = [*sorted({lane.expected for lane in faulted}), "none"]
+    got = sorted({verdict_of(lane) for lane in lanes})
+    print("\nconfusion matrix (rows: injected fault's cause; columns: verdict)")
+    print(f"{'':18}" + "".join(f"{g[:16]:>17}" for g in got))
+    for cls in classes:
+        row = Counter(verdict_of(lane) for lane in lanes if lane.expected == cls)
+        print(f"{cls:18}" + "".join(f"{row.get(g, 0):>17}" for g in got))
+    right = [lane for lane in faulted if verdict_of(lane) == lane.expected]
+    print(f"\nright cause: {len(right)}/{len(faulted)} faulted runs = {len(right) / max(1, len(faulted)):.0%}"
+          f" (goal ≥ 90%)")
+    breached = [lane for lane in faulted if lane.breach_t is not None]
+    right_b = [lane for lane in breached if verdict_of(lane) == lane.expected]
+    print(f"  of the faulted runs whose SLO breached within the observation: {len(right_b)}/{len(breached)} = "
+          f"{len(right_b) / max(1, len(breached)):.0%}; {len(faulted) - len(breached)} never breached (verdict none:"
+          " nothing to diagnose)")
+    clean = [lane for lane in healthy if verdict_of(lane) == "none/unknown"]
+    print(f"no false cause: {len(clean)}/{len(healthy)} healthy runs = {len(clean) / max(1, len(healthy)):.0%}"
+          f" (goal ≥ 95%)")
+    print("\nper fault: time from injection to the right verdict, and verdict − SLO breach in evaluation intervals")
+    for fault in FAULTS:
+        runs = [lane for lane in faulted if lane.fault == fault]
+        if not runs:
+            continue
+        ttv = [next((t for t, _, c in lane.causes if t >= 0 and c == lane.expected), None) for lane in runs]
+        lag = [None if v is None or lane.breach_t is None else (v - lane.breach_t) / EVAL_S
+               for v, lane in zip(ttv, runs, strict=True)]
+        fmt = ", ".join("—" if v is None else f"{v:.1f}s" for v in ttv)
+        lags = ", ".join("—" if v is None else f"{v:+.0f}" for v in lag)
+        print(f"  {fault:15} to verdict: {fmt}   vs breach: {lags}")
+    print("\nexample verdict lines:")
+    for fault in FAULTS:
+        lane = next((lane for lane in right if lane.fault == fault and lane.summary), None)
+        if lane is not None:
+            print(f"  {fault}: {lane.summary}")
+    wrong = [lane for lane in lanes if verdict_of(lane) != (lane.expected if lane.fault else "none/unknown")]
+    for lane in wrong:
+        print(f"  WRONG {lane.name} ({lane.fault or 'healthy'}): {lane.causes}")
+
+
+def cost(slos: int = 20, hours: float = 1.0) -> None:
+    """Print the time one Diagnoser.step takes for `slos` probe SLOs with an hour of 1 result/s each."""
+    import random
+    import statistics
+
+    from sloguard.clock import FakeClock
+    from sloguard.config.load import load_config_text
+    from sloguard.diagnose.service import Diagnoser
+    from sloguard.model import Histogram, ModelView, ProbeResult, ServerView
+    from sloguard.slo.engine import SLOEngine
+    from sloguard.slo.model import slos_from_config
+    from sloguard.windows.server import ServerWindows
+
+    targets = "".join(f"  - {{name: t{i}, engine: vllm, metrics_url: 'http://127.0.0.1:1/m'}}\n" for i in range(slos))
+    objectives = "[{metric: ttft, percentile: 95, threshold: 1s}, {metric: tpot, percentile: 95, threshold: 100ms}]"
+    slo_text = "".join(f"  - {{name: s{i}, target: t{i}, objectives: {objectives}}}\n" for i in range(slos))
+    cfg = load_config_text(f"version: sloguard/v1\ntargets:\n{targets}slos:\n{slo_text}")
+    now, rng = 1e6, random.Random(0)
+    engine, server, d = SLOEngine(slos_from_config(cfg), FakeClock(now)), ServerWindows(), Diagnoser(cfg)
+    n = int(hours * 3600)
+    engine.add_probe_results(ProbeResult(
+        ts=now - n + k, probe="p", target=f"t{i}", model="m", api="chat", ok=True, ttft_s=rng.uniform(0.1, 0.3),
+        e2e_s=1.0, tpot_s=0.02, connect_s=0.0, record="inband", server_ttft_s=0.1, network_s=0.003,
+        queue_s=0.01, prefill_s=0.09, server_decode_s=0.8, head_s=0.003) for k in range(n) for i in range(slos))
+    for k in range(0, n, 15):
+        for i in range(slos):
+            h = Histogram(((0.3, k), (float("inf"), k)), k, 0.001 * k)
+            mv = ModelView("m", {"queue": h, "prefill": h}, {"requests_waiting": 0.0, "requests_running": 4.0,
+                                                              "kv_cache_usage_ratio": 0.3},
+                           {"prompt_tokens": 300.0 * k, "preemptions": 0.0}, {"stop": float(k)})
+            server.add(ServerView(f"t{i}", "vllm", now - n + k, {"m": mv}))
+    times = []
+    for j in range(20):
+        statuses = engine.evaluate(now + j, server)
+        t0 = time.perf_counter()
+        d.step(now + j, statuses, engine, server, [])
+        times.append(time.perf_counter() - t0)
+    print(f"diagnosis step, {slos} probe SLOs x {n} results and their server windows: median "
+          f"{statistics.median(times) * 1e3:.1f} ms, max {max(times) * 1e3:.1f} ms per evaluation "
+          f"({statistics.median(times) / slos * 1e3:.2f} ms per SLO)")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--healthy", type=int, default=10, help="healthy runs in total")
+    ap.add_argument("--parallel", type=int, default=4, help="lanes per daemon round")
+    ap.add_argument("--warmup", type=float, default=40.0)
+    ap.add_argument("--observe", type=float, default=75.0)
+    ap.add_argument("--window", type=float, default=20.0, help="diagnose.window in seconds")
+    ap.add_argument("--faults", default=",".join(FAULTS))
+    ap.add_argument("--cost", action="store_true", help="only measure the diagnosis step's own cost")
+    args = ap.parse_args()
+    if args.cost:
+        cost()
+        return 0
+    faults = [f for f in args.faults.split(",") if f]
+    todo = [Lane(f"{f.replace('_', '-')}-{s}", f, 100 + s) for s in range(args.seeds) for f in faults]
+    todo += [Lane(f"healthy-{i}", "", 500 + i) for i in range(args.healthy)]
+    done: list[Lane] = []
+    t0 = time.monotonic()
+    for i in range(0, len(todo), args.parallel):
+        lanes = todo[i:i + args.parallel]
+        run_round(lanes, args.warmup, args.observe, args.window)
+        done += lanes
+        for lane in lanes:
+            print(f"[{time.monotonic() - t0:6.0f}s] {lane.name}: {verdict_of(lane)} (expected {lane.expected}); "
+                  f"breach at {lane.breach_t}", flush=True)
+    print(f"\n{len(done)} runs in {time.monotonic() - t0:.0f}s, {os.cpu_count()} CPUs, evaluation every {EVAL_S:g}s, "
+          f"diagnosis window {args.window:g}s")
+    report(done)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""Decide a verdict from Inputs with the RULES table: pure, no clock of its own, never a guess.
+
+1. No breached objective: stage none, cause none.
+2. The breach furthest over its threshold whose rise a stage explains names the whole (TTFT, TPOT, ...).
+   Its parts are stages (PARTS); the stage whose value rose most above its own healthy baseline is the bottleneck, if it
+   explains at least MIN_SHARE of the whole's rise and rose by at least MIN_RISE of its baseline. TPOT,
+   ITL and decode breaches are the decode stage itself.
+3. The first RULES row (precedence order) that can explain that stage and whose conditions hold names the
+   cause. No row: `unknown`, naming the signals that were not available to the rows that could explain it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from sloguard.diagnose.model import Breach, Evidence, Inputs, Reading, Stage, Verdict
+from sloguard.diagnose.rules import RULES, CauseRule, Condition
+
+# whole -> its stages; decode-like wholes are the decode stage itself
+PARTS: dict[str, tuple[str, ...]] = {
+    "ttft": ("network", "queue", "prefill"), "ttfot": ("network", "queue", "prefill"),
+    "e2e": ("network", "queue", "prefill", "decode"), "tpot": ("decode",), "itl": ("decode",),
+    "decode": ("decode",), "queue": ("queue",), "prefill": ("prefill",), "network": ("network",),
+}
+MIN_SHARE = 0.5  # the bottleneck stage explains at least half of the whole's rise
+MIN_RISE = 0.25  # ... and rose at least 25% above its own baseline
+MIN_RISE_S = 0.002  # ... and by at least 2 ms (below that, timer noise)
+CONTEXT = ("requests_waiting", "kv_cache_usage_ratio", "preemptions_per_second")
+
+
+def _compare(c: Condition, value: float, baseline: float | None) -> tuple[bool, str]:
+    ok = {">=": value >= c.threshold, "<=": value <= c.threshold, ">": value > c.threshold,
+          "<": value < c.threshold}[c.op]
+    text = f"{c.op} {c.threshold:g}"
+    if c.vs_baseline is not None:
+        if baseline is None:
+            return False, f"{text}; baseline not learned yet"
+        ok = ok and (value >= c.vs_baseline * baseline if baseline > 0 else True)
+        text += f" and ≥ {c.vs_baseline:g}× baseline {baseline:.3g}"
+    return ok, text
+
+
+def check(c: Condition, inp: Inputs) -> Evidence:
+    """Return the evidence of one condition; not available -> holds only if the condition is optional."""
+    value = inp.signals.get(c.signal)
+    if value is None:
+        return Evidence(c.signal, None, "not available", c.optional)
+    ok, text = _compare(c, value, inp.baselines.get(c.signal))
+    return Evidence(c.signal, value, text, ok, inp.notes.get(c.signal, ""))
+
+
+def apply(rule: CauseRule, inp: Inputs) -> tuple[bool, list[Evidence], list[str]]:
+    """Return (holds, evidence, missing signals) of one row."""
+    needs = [check(c, inp) for c in rule.needs]
+    any_of = [dataclasses.replace(e, holds=False) if e.value is None else e  # an absent alternative never holds
+              for e in (check(c, inp) for c in rule.any_of)]
+    holds = all(e.holds for e in needs) and (not any_of or any(e.holds for e in any_of))
+    # Missing evidence: a signal that is not available and not optional (an optional one only adds weight).
+    missing = [c.signal for c, e in zip((*rule.needs, *rule.any_of), (*needs, *any_of), strict=True)
+               if e.value is None and not c.optional]
+    if any_of and any(e.holds for e in any_of):
+        any_of = [e for e in any_of if e.holds]  # show what held, not the alternatives that did not
+    return holds, needs + any_of, missing
+
+
+def _rise(r: Reading) -> float | None:
+    """Return the stage's rise over its baseline when it counts as risen, else None (or 0.0 when not)."""
+    excess = r.excess
+    if excess is None:
+        return None
+    ref = r.baseline if r.baseline is not None else r.budget or 0.0
+    return excess if excess >= max(MIN_RISE_S, MIN_RISE * ref) else 0.0
+
+
+def _stage_evidence(r: Reading, whole: str, share: float | None) -> Evidence:
+    ref = f"baseline {r.baseline:.3g}s" if r.baseline is not None else f"budget {r.budget:.3g}s"
+    share_text = f", {share:.0%} of the {whole} increase" if share is not None else ""
+    interval = "" if r.lo == r.hi else f" (within [{r.lo:.3g}, {r.hi:.3g}]s, from engine histograms)"
+    return Evidence(f"{r.stage}", r.value, f"{ref} (+{r.excess or 0.0:.3g}s{share_text}){interval}", True,
+                    r.source)
+
+
+def locate(breach: Breach, inp: Inputs) -> tuple[Stage | None, float | None, list[Evidence], list[str]]:
+    """Return (stage, share of the whole's rise, evidence, missing) for a breach; stage None = not located."""
+    parts = PARTS.get(breach.metric, ())
+    if parts == ("decode",):  # per-token metrics are the decode stage itself: it must have risen
+        r = inp.readings.get(breach.metric) or inp.readings.get("decode")
+        rise = None if r is None else _rise(r)
+        if r is None or rise is None:
+            return None, None, [], [f"{breach.metric} baseline (learned from healthy evaluations)"]
+        if rise <= 0.0:
+            return None, None, [_stage_evidence(r, breach.metric, None)], []
+        return "decode", None, [_stage_evidence(r, breach.metric, None)], []
+    missing = [f"{p} stage" for p in parts if p not in inp.readings]
+    rises = {p: _rise(inp.readings[p]) for p in parts if p in inp.readings}
+    if not rises or all(v is None for v in rises.values()):
+        return None, None, [], [*missing, "stage baselines (learned from healthy evaluations)"]
+    stage = max(rises, key=lambda p: rises[p] or 0.0)
+    rise = rises[stage] or 0.0
+    whole = inp.readings.get(breach.metric)
+    whole_rise = whole.excess if whole is not None else None
+    share = min(1.0, rise / whole_rise) if whole_rise else None
+    if rise <= 0.0 or (share is not None and share < MIN_SHARE):
+        ev = [_stage_evidence(inp.readings[p], breach.metric, None) for p in rises if rises[p] is not None]
+        return None, share, ev, missing
+    return stage, share, [_stage_evidence(inp.readings[stage], breach.metric, share)], missing  # type: ignore[return-value]
+
+
+def _context(inp: Inputs, shown: Iterable[Evidence]) -> list[Evidence]:
+    have = {e.signal for e in shown}
+    return [Evidence(s, inp.signals[s], "context", True) for s in CONTEXT if s in inp.signals and s not in have]
+
+
+def decide(inp: Inputs) -> Verdict:
+    """Return the verdict for one SLO (module docstring)."""
+    if not inp.breaches:
+        return Verdict(inp.slo, inp.now, "none", "none", 1.0)
+    # The breach furthest over its threshold that a stage explains; else the worst one, unexplained.
+    ordered = sorted(inp.breaches, key=lambda b: -b.severity)
+    located = [(b, locate(b, inp)) for b in ordered]
+    breach, (stage, share, stage_ev, missing) = next(((b, got) for b, got in located if got[0] is not None),
+                                                      located[0])
+    head = Evidence(f"p{breach.quantile * 100:g} {breach.metric}", breach.value, f"> {breach.threshold:g}s", True)
+    if stage is None:
+        return Verdict(inp.slo, inp.now, "none", "unknown", 0.0, (head, *stage_ev), missing=tuple(missing),
+                       lever="no single stage explains the increase", breach=breach, share=share)
+    missing = []
+    for rule in RULES:
+        if stage not in rule.stages:
+            continue
+        holds, ev, gaps = apply(rule, inp)
+        if holds:
+            conf = (share if share is not None else 1.0) * (0.8 if any(e.value is None for e in ev) else 1.0)
+            reading = inp.readings.get(stage)
+            conf *= 0.8 if reading is not None and reading.source == "server" else 1.0
+            evidence = (head, *stage_ev, *ev)
+            return Verdict(inp.slo, inp.now, stage, rule.cause, round(conf, 2), (*evidence, *_context(inp, evidence)),
+                           rule.lever, breach=breach, share=share)
+        missing += [g for g in gaps if g not in missing]
+    lever = ("make available: " + ", ".join(missing)) if missing else "no known cause matches the evidence"
+    evidence = (head, *stage_ev)
+    return Verdict(inp.slo, inp.now, stage, "unknown", 0.0, (*evidence, *_context(inp, evidence)), lever,
+                   tuple(missing), breach, share)
+
+
+CONFIRM = 2  # evaluations in a row a cause must hold before it is named (one burst of noise is not a cause)
+
+
+def confirm(raw: Verdict, streak: int, published: Verdict | None) -> Verdict:
+    """Return what to publish: `raw` once its cause held CONFIRM evaluations in a row (`streak`, this one
+    included), or the cause already published; until then `unknown`, saying it is confirming."""
+    named = raw.cause not in ("none", "unknown")
+    if not named or streak >= CONFIRM or (published is not None and published.cause == raw.cause):
+        return raw
+    return dataclasses.replace(raw, cause="unknown", confidence=0.0,
+                               lever=f"confirming {raw.cause}: it must hold at {CONFIRM} evaluations in a row")

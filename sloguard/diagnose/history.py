@@ -1,0 +1,107 @@
+"""What the diagnosis remembers between evaluations: healthy baselines, counter and gauge series (pure, clock-free).
+
+Every method takes `now` from its caller (the daemon's injected clock), so tests replay any timeline.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections import deque
+from collections.abc import Iterable, Mapping
+
+MIN_POINTS = 8  # healthy evaluations before a baseline is used (one noisy evaluation cannot set it)
+MAX_POINTS = 720  # values kept per key (the last 720 healthy evaluations: 3 h at 15 s, 12 min at 1 s)
+
+
+class Baselines:
+    """Per key, the values seen at healthy evaluations within `horizon` (the last MAX_POINTS); baseline = median."""
+
+    def __init__(self, horizon: float, min_points: int = MIN_POINTS) -> None:
+        self.horizon = horizon
+        self.min_points = min_points
+        self._points: dict[str, deque[tuple[float, float]]] = {}
+
+    def record(self, now: float, values: Mapping[str, float]) -> None:
+        """Add one healthy evaluation's values and forget those older than the horizon (or MAX_POINTS back)."""
+        for key, value in values.items():
+            points = self._points.setdefault(key, deque(maxlen=MAX_POINTS))
+            points.append((now, value))
+        for points in self._points.values():
+            while points and points[0][0] < now - self.horizon:
+                points.popleft()
+
+    def get(self, key: str) -> float | None:
+        """Return the key's baseline, or None before `min_points` healthy values exist."""
+        points = self._points.get(key)
+        if points is None or len(points) < self.min_points:
+            return None
+        return float(statistics.median(v for _, v in points))
+
+    def all(self, keys: Iterable[str] | None = None) -> dict[str, float]:
+        """Return every learned baseline (of `keys` only, if given)."""
+        out = {}
+        for key in self._points if keys is None else keys:
+            value = self.get(key)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+class Series:
+    """Timestamped values per key (counters and gauges) kept for `horizon` seconds."""
+
+    def __init__(self, horizon: float) -> None:
+        self.horizon = horizon
+        self._points: dict[str, deque[tuple[float, float]]] = {}
+
+    def add(self, key: str, ts: float, value: float) -> None:
+        """Record a value; a timestamp not newer than the last one of the key is ignored (same scrape twice)."""
+        points = self._points.setdefault(key, deque())
+        if points and ts <= points[-1][0]:
+            return
+        points.append((ts, value))
+        while len(points) > 2 and points[1][0] < ts - self.horizon:
+            points.popleft()
+
+    def _since(self, key: str, window: float, now: float) -> list[tuple[float, float]]:
+        points = self._points.get(key, ())
+        base = [p for p in points if p[0] <= now - window]
+        inside = [p for p in points if now - window < p[0] <= now]
+        return base[-1:] + inside
+
+    def increase(self, key: str, window: float, now: float) -> tuple[float, float] | None:
+        """Return (increase, seconds) of a counter over the window; a value that went down restarts the count."""
+        points = self._since(key, window, now)
+        if len(points) < 2:
+            return None
+        total = 0.0
+        for (_, a), (_, b) in itertools.pairwise(points):
+            total += b - a if b >= a else b
+        return total, points[-1][0] - points[0][0]
+
+    def rate(self, key: str, window: float, now: float) -> float | None:
+        """Return a counter's increase per second over the window, or None without two points."""
+        got = self.increase(key, window, now)
+        return None if got is None or got[1] <= 0 else got[0] / got[1]
+
+    def change(self, key: str, window: float, now: float) -> float | None:
+        """Return a gauge's last value minus its value at the window's start, or None without two points."""
+        points = self._since(key, window, now)
+        return points[-1][1] - points[0][1] if len(points) >= 2 else None
+
+    def mean(self, key: str, window: float, now: float) -> float | None:
+        """Return the mean of a gauge's values inside the window, or None without any."""
+        inside = [v for ts, v in self._points.get(key, ()) if now - window < ts <= now]
+        return sum(inside) / len(inside) if inside else None
+
+    def max(self, key: str, window: float, now: float) -> float | None:
+        """Return the largest of a gauge's values inside the window, or None without any."""
+        inside = [v for ts, v in self._points.get(key, ()) if now - window < ts <= now]
+        return max(inside) if inside else None
+
+    def forget(self, keep: Iterable[str]) -> None:
+        """Drop the series whose key is not in `keep` (removed targets, processes)."""
+        keys = set(keep)
+        for key in [k for k in self._points if k not in keys]:
+            del self._points[key]

@@ -1,0 +1,124 @@
+"""Breaches and stage readings of one SLO over the diagnosis window (pure; windows read, never changed).
+
+A breach needs both: the objective misses over the diagnosis window (so the verdict describes now) and the
+SLO's own status says it misses over its shortest window (so a handful of slow probes in a short window
+cannot produce a verdict on a healthy SLO). Objectives, goodput thresholds (at the goodput target's
+quantile) and stage budgets (p95) all count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sloguard.diagnose.model import Breach, Reading
+from sloguard.slo.evaluate import QuantileReader, ServerReader
+from sloguard.slo.model import SLO, SLOStatus
+from sloguard.slo.stages import STAGE_QS, breakdown
+from sloguard.windows import bounds
+
+WHOLES = ("ttft", "ttfot", "tpot", "itl", "e2e", "decode")
+Quantiles = dict[str, tuple[tuple[float, float, float], ...]]  # name -> per STAGE_QS (value, lo, hi)
+Sources = dict[str, str]
+
+
+def nearest_q(q: float) -> int:
+    """Return the index in STAGE_QS of the quantile nearest to q."""
+    return min(range(len(STAGE_QS)), key=lambda i: abs(STAGE_QS[i] - q))
+
+
+def quantiles(slo: SLO, probe: QuantileReader | None, server: ServerReader | None,
+              window: float) -> tuple[Quantiles, Sources]:
+    """Return every stage's and whole's p50/p95/p99 (value, lo, hi) over the window, and each one's source."""
+    out: Quantiles = {}
+    sources: Sources = {}
+    for st in breakdown(slo, probe, server, window, ""):
+        values = (st.p50, st.p95, st.p99)
+        if any(v is None for v in values):
+            continue
+        res = st.resolution or tuple((v, v) for v in values)  # type: ignore[misc]
+        out[st.stage] = tuple((float(v), lo, hi) for v, (lo, hi) in zip(values, res, strict=True))  # type: ignore[arg-type]
+        sources[st.stage] = st.source
+    for metric in WHOLES:
+        if metric in out:
+            continue
+        if probe is not None:
+            got = probe.quantiles(metric, STAGE_QS)
+            if got is not None:
+                out[metric], sources[metric] = tuple((v, v, v) for v in got), "probe"
+        elif server is not None:
+            b = bounds.quantiles(STAGE_QS, server.histogram(metric))
+            if b is not None:
+                out[metric], sources[metric] = tuple((x.value, x.lo, x.hi) for x in b), "server"
+    return out, sources
+
+
+def _wanted(slo: SLO) -> list[tuple[str, float, float]]:
+    """Return (metric, quantile, threshold) of every objective, goodput threshold and stage budget."""
+    out = [(o.metric, o.quantile, o.threshold) for o in slo.objectives]
+    if slo.goodput is not None:
+        out += [(m, slo.goodput.target, t) for m, t in slo.goodput.thresholds()]
+    out += [(stage, 0.95, budget) for stage, budget in slo.budgets.items()]
+    return out
+
+
+def _slo_misses(status: SLOStatus) -> set[str]:
+    """Return the metrics (and stages) the SLO's own status says miss over its shortest window."""
+    if not status.slo.windows:
+        return set()
+    shortest = min(status.slo.windows)
+    out = {o.metric for o in status.objectives if o.window == shortest and not o.segment and o.compliant is False}
+    out |= {s.stage for s in status.stages if s.window == shortest and not s.segment and s.budget
+            and _p95_floor(s.p95, s.resolution) > s.budget}
+    gp = status.slo.goodput
+    if gp is not None and any(w.window == shortest and not w.segment and w.goodput_ratio is not None
+                              and w.goodput_ratio < gp.target for w in status.windows):
+        out |= {m for m, _ in gp.thresholds()}
+    return out
+
+
+def _p95_floor(p95: float | None, resolution: tuple[tuple[float, float], ...]) -> float:
+    """Return the least a stage's p95 can be: its interval's lower end where bounded, else its value."""
+    if resolution:
+        return resolution[nearest_q(0.95)][0]
+    return p95 if p95 is not None else 0.0
+
+
+def breaches(status: SLOStatus, q: Quantiles) -> tuple[Breach, ...]:
+    """Return the objectives that miss over the diagnosis window and over the SLO's shortest window.
+
+    A value from an engine histogram is an interval: it misses only when even its lower end is over the
+    threshold (queue p95 somewhere in vLLM's first bucket [0, 0.3 s] does not miss a 100 ms budget).
+    """
+    missed = _slo_misses(status)
+    out = []
+    for metric, quantile, threshold in _wanted(status.slo):
+        got = q.get(metric)
+        if metric not in missed or got is None:
+            continue
+        value, lo, _ = got[nearest_q(quantile)]
+        if lo > threshold:
+            out.append(Breach(metric, quantile, value, threshold))
+    return tuple(out)
+
+
+def readings(q: Quantiles, sources: Sources, at: float, baselines: Mapping[str, float],
+             budgets: Mapping[str, float]) -> dict[str, Reading]:
+    """Return every stage's and whole's reading at the quantile nearest `at`, with its baseline and budget."""
+    i = nearest_q(at)
+    out = {}
+    for name, values in q.items():
+        value, lo, hi = values[i]
+        out[name] = Reading(name, value, lo, hi, sources.get(name, ""), baselines.get(key(name, STAGE_QS[i])),
+                            budgets.get(name) if i == nearest_q(0.95) else None)
+    return out
+
+
+def key(name: str, quantile: float) -> str:
+    """Return the baseline key of a stage or whole at a quantile, e.g. "queue@0.95"."""
+    return f"{name}@{quantile:g}"
+
+
+def healthy_values(q: Quantiles) -> dict[str, float]:
+    """Return the values a healthy evaluation adds to the baselines: every reading at every quantile."""
+    return {key(name, qq): values[i][0] for name, values in q.items() for i, qq in enumerate(STAGE_QS)}
+

@@ -1,0 +1,138 @@
+"""The RULES table: one row per cause, in precedence order. Data only; `engine.decide` reads it.
+
+A row names the stages the cause can explain, the conditions that must all hold (`needs`), conditions of which
+at least one must hold (`any_of`), and the lever to pull. A condition compares one signal with a fixed
+threshold and, where `vs_baseline` is set, also with that signal's own healthy baseline (value ≥ factor ×
+baseline; a baseline of 0 counts as "above" for any value over the threshold). A condition whose signal is not
+available never holds; an `optional` one (supporting evidence) is checked only where available and is never
+reported missing: a signal an engine does not expose is "not available", never 0. Precedence: the first row
+whose stage matches and whose conditions hold wins; a restart or a sick GPU explains every symptom after it,
+so they come first; capacity last before network, because queues are what every other cause ends in too.
+
+Signals (sloguard.diagnose.signals; all over the diagnosis window unless said):
+  requests_waiting, requests_running, kv_cache_usage_ratio (means of the scrapes), preemptions_per_second,
+  request_rate (finished requests/s), prompt_tokens_per_request, prefix_cache_hit_ratio,
+  engine_restarts / cold_starts (within diagnose.restart_hold), serving_cpu_cores (busiest serving process
+  of the target, CPU seconds per second), gpu_throttle_reasons (active clock-event reasons that slow a busy
+  GPU), gpu_sm_clock_ratio (SM clock / max, lowest GPU), gpu_health_problems (sick-GPU reasons that hold),
+  canary_degraded, network_measured (1 when the network stage comes from the server's own record).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from sloguard.diagnose.model import Cause
+
+Op = Literal[">=", "<=", ">", "<"]
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """`signal op threshold`, and (vs_baseline) value ≥ vs_baseline × its healthy baseline."""
+
+    signal: str
+    op: Op
+    threshold: float
+    vs_baseline: float | None = None
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class CauseRule:
+    """One cause: stages it explains, conditions, the lever; rows are in precedence order."""
+
+    cause: Cause
+    stages: frozenset[str]
+    needs: tuple[Condition, ...] = ()
+    any_of: tuple[Condition, ...] = ()
+    lever: str = ""  # the short, specific action (the verdict line)
+    detail: str = ""  # why, and what else to check (evidence, README)
+
+
+ALL = frozenset({"network", "queue", "prefill", "decode"})
+ENGINE = frozenset({"queue", "prefill", "decode"})
+C = Condition
+
+RULES: tuple[CauseRule, ...] = (
+    CauseRule("engine_restart", ALL, any_of=(C("engine_restarts", ">=", 1), C("cold_starts", ">=", 1, optional=True)),
+              lever="find why it restarted (crash, OOM) and gate readiness on warm-up",
+              detail="a restart resets the engine's counters and its cold start recompiles graphs and refills "
+                     "caches: check the engine log for the crash or OOM, and keep a warm spare replica"),
+    CauseRule("gpu_unhealthy", ENGINE,
+              any_of=(C("gpu_health_problems", ">=", 1), C("canary_degraded", ">=", 1, optional=True)),
+              lever="drain the node and reset or replace the GPU",
+              detail="the GPU reports faults (row remap, XID, uncorrectable ECC, PCIe link below max, canary "
+                     "degraded): route traffic to healthy replicas"),
+    CauseRule("gpu_throttled", frozenset({"prefill", "decode"}),
+              needs=(C("gpu_throttle_reasons", ">=", 1), C("gpu_sm_clock_ratio", "<=", 0.9, optional=True)),
+              lever="check cooling and power: the GPU clocks are held down",
+              detail="power cap or thermal slowdown: check fans, inlet temperature, power limits and node power "
+                     "capping"),
+    CauseRule("kv_cache_pressure", ENGINE,
+              needs=(C("kv_cache_usage_ratio", ">=", 0.85),),
+              any_of=(C("preemptions_per_second", ">", 0.0, vs_baseline=2.0),
+                      C("requests_waiting", ">=", 1.0, vs_baseline=2.0)),
+              lever="raise KV blocks or lower max-num-seqs",
+              detail="the KV cache is full: new requests wait for blocks and running ones are preempted and "
+                     "recomputed; raise gpu-memory-utilization, shorten max-model-len, quantise the KV cache, or "
+                     "admit fewer sequences"),
+    CauseRule("serving_cpu_bound", ALL, needs=(C("serving_cpu_cores", ">=", 0.35, vs_baseline=3.0),),
+              lever="move tokenisation off the hot path or give the server more CPU",
+              detail="a serving process is pinned on CPU: more API-server processes, a faster tokenizer, detokenise "
+                     "off the event loop, check for busy neighbours on the host"),
+    CauseRule("long_prompts", ENGINE,
+              any_of=(C("prompt_tokens_per_request", ">", 0.0, vs_baseline=2.0),),
+              lever="enable chunked prefill and prefix caching",
+              detail="prompts got longer, so prefill steps are longer and stall other requests' queueing and "
+                     "decoding: bound "
+                     "max-num-batched-tokens, cache shared prefixes, or route long prompts to their own replicas"),
+    CauseRule("capacity", frozenset({"queue", "decode"}),
+              any_of=(C("requests_waiting", ">=", 1.0, vs_baseline=2.0), C("request_rate", ">", 0.0, vs_baseline=1.5)),
+              lever="add replicas or lower max concurrency",
+              detail="more load than the engine can serve: requests wait for a slot or share bigger batches; scale "
+                     "out or shed/limit load at the gateway"),
+    CauseRule("network", frozenset({"network"}), needs=(C("network_measured", ">=", 1.0),),
+              lever="check the gateway and the network path",
+              detail="the time is spent outside the server's own record of the request: load balancer, gateway, "
+                     "TLS termination, proxies, cross-zone hops between clients and the server"),
+    # Without a server record the network stage is the time to the response head, which also holds the
+    # server's HTTP front: only with a calm serving CPU and no queue is that time the network's.
+    CauseRule("network", frozenset({"network"}),
+              needs=(C("network_measured", "<", 1.0), C("serving_cpu_cores", "<", 0.35),
+                     C("requests_waiting", "<", 1.0)),
+              lever="check the gateway and the network path",
+              detail="the time is spent before the server answers: load balancer, gateway, TLS termination, proxies, "
+                     "cross-zone hops between clients and the server"),
+)
+
+# What the text calls each signal, with its unit for formatting.
+SIGNAL_TEXT: dict[str, tuple[str, str]] = {
+    "requests_waiting": ("waiting", "count"), "requests_running": ("running", "count"),
+    "kv_cache_usage_ratio": ("KV cache", "ratio"), "preemptions_per_second": ("preemptions", "per_min"),
+    "request_rate": ("request rate", "per_s"), "prompt_tokens_per_request": ("prompt tokens/request", "count"),
+    "prefix_cache_hit_ratio": ("prefix-cache hits", "ratio"), "engine_restarts": ("engine restarts", "count"),
+    "cold_starts": ("process cold starts", "count"), "serving_cpu_cores": ("serving CPU", "cores"),
+    "gpu_throttle_reasons": ("GPU clock-event reasons", "count"), "gpu_sm_clock_ratio": ("SM clock of max", "ratio"),
+    "gpu_health_problems": ("GPU health problems", "count"), "canary_degraded": ("canary degraded", "count"),
+    "network_measured": ("network measured per request", "count"), "gpu_utilization_ratio": ("GPU busy", "ratio"),
+}
+
+
+def _condition(c: Condition) -> str:
+    base = f" and ≥ {c.vs_baseline:g}× its baseline" if c.vs_baseline is not None else ""
+    return f"`{c.signal}` {c.op} {c.threshold:g}{base}" + (" (where available)" if c.optional else "")
+
+
+def markdown() -> str:
+    """Return the cause table of README "Diagnosis" (generated from RULES, in precedence order)."""
+    rows = ["| # | cause | stages it explains | evidence (all of / one of) | lever |",
+            "| --- | --- | --- | --- | --- |"]
+    for i, r in enumerate(RULES, start=1):
+        needs = " and ".join(_condition(c) for c in r.needs)
+        any_of = " or ".join(_condition(c) for c in r.any_of)
+        evidence = "; ".join(x for x in (needs, f"one of: {any_of}" if any_of and needs else any_of) if x)
+        stages = ", ".join(s for s in ("network", "queue", "prefill", "decode") if s in r.stages)
+        rows.append(f"| {i} | `{r.cause}` | {stages} | {evidence} | **{r.lever}**: {r.detail} |")
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,163 @@
+"""The daemon's diagnosis: after each SLO evaluation, one verdict per SLO, its series, JSON and alert text.
+
+State: per SLO the healthy baselines; per target and process the gauge and counter series the signals
+need. Everything else is recomputed from the windows the SLO engine and the server windows already keep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+
+from sloguard.config.spec import Config
+from sloguard.config.units import format_duration
+from sloguard.diagnose import inputs, signals
+from sloguard.diagnose.engine import confirm, decide
+from sloguard.diagnose.history import Baselines, Series
+from sloguard.diagnose.model import STAGES, Inputs, Verdict
+from sloguard.diagnose.text import as_json, evidence_lines, line
+from sloguard.model import Sample
+from sloguard.slo.evaluate import ServerReader, ServerWindowsLike
+from sloguard.slo.model import SLOStatus
+from sloguard.slo.stages import STAGE_QS
+from sloguard.windows.probe import ProbeWindow
+
+
+class WindowsLike(Protocol):
+    def windows(self, slo: str) -> dict[str, ProbeWindow]:
+        """Return an SLO's probe windows by segment."""
+        ...
+
+
+class ServerLike(signals.ServerLike, ServerWindowsLike, Protocol):
+    """The server windows: histograms for stages, counters and gauges for signals."""
+
+
+class Diagnoser:
+    """One verdict per SLO after every evaluation (sloguard.diagnose.engine); not thread-safe (event loop)."""
+
+    def __init__(self, cfg: Config) -> None:
+        self.verdicts: dict[str, Verdict] = {}
+        self._baselines: dict[str, Baselines] = {}
+        self._excess: dict[str, dict[str, float]] = {}
+        self._raw: dict[str, tuple[str, int]] = {}  # slo -> (last raw cause, evaluations in a row)
+        self.series = Series(horizon=cfg.diagnose.restart_hold + cfg.diagnose.window)
+        self.reconfigure(cfg)
+
+    def reconfigure(self, cfg: Config) -> None:
+        """Adopt a new config; baselines of SLOs that still exist are kept."""
+        spec = cfg.diagnose
+        self.enabled, self.window, self.hold = spec.enabled, spec.window, spec.restart_hold
+        self.series.horizon = spec.restart_hold + spec.window
+        names = {s.name for s in cfg.slos}
+        self._baselines = {n: b for n, b in self._baselines.items() if n in names}
+        for b in self._baselines.values():
+            b.horizon = spec.baseline
+        self._horizon = spec.baseline
+        self.verdicts = {n: v for n, v in self.verdicts.items() if n in names}
+        single = cfg.targets[0].name if len(cfg.targets) == 1 else None
+        self.processes: dict[str, list[str]] = {}
+        for p in cfg.host.processes:
+            target = p.target or single
+            if target is not None:
+                self.processes.setdefault(target, []).append(p.name)
+
+    def step(self, now: float, statuses: Sequence[SLOStatus], engine: WindowsLike, server: ServerLike | None,
+             samples: Sequence[Sample]) -> None:
+        """Decide every SLO's verdict at `now` from its windows, the server windows and the evaluated samples."""
+        if not self.enabled:
+            self.verdicts = {}
+            return
+        idx = signals.index(samples)
+        signals.record_host(self.series, idx, now)
+        targets = {st.slo.target for st in statuses}
+        if server is not None:
+            for target in targets:
+                signals.record_engine(self.series, server, target)
+        for st in statuses:
+            self.verdicts[st.slo.name] = self._one(now, st, engine, server, idx)
+
+    def _signals(self, target: str, server: ServerLike | None, samples: Mapping[str, Sequence[Sample]],
+                 now: float) -> tuple[dict[str, float], dict[str, str]]:
+        out: dict[str, float] = {}
+        if server is not None:
+            out |= signals.engine_signals(self.series, server, target, self.window, self.hold, now)
+        host, notes = signals.host_signals(self.series, self.processes.get(target, []), self.window, self.hold, now)
+        gpu, gpu_notes = signals.gpu_signals(samples, target)
+        return out | host | gpu, notes | gpu_notes
+
+    def _one(self, now: float, st: SLOStatus, engine: WindowsLike, server: ServerLike | None,
+             samples: Mapping[str, Sequence[Sample]]) -> Verdict:
+        slo = st.slo
+        probe = None
+        if slo.source == "probe":
+            found = engine.windows(slo.name).get("")
+            probe = None if found is None else found.view(self.window, now)
+        reader = ServerReader(server, slo.target, self.window, now) if server is not None else None
+        q, sources = inputs.quantiles(slo, probe, reader, self.window)
+        sig, notes = self._signals(slo.target, server, samples, now)
+        if "network" in sources:
+            sig["network_measured"] = 1.0 if sources["network"] == "request" else 0.0
+        found_breaches = inputs.breaches(st, q)
+        base = self._baselines.setdefault(slo.name, Baselines(self._horizon))
+        at = max(found_breaches, key=lambda b: b.severity).quantile if found_breaches else 0.95
+        learned = base.all()
+        readings = inputs.readings(q, sources, at, learned, slo.budgets)
+        self._excess[slo.name] = {s: r.excess for s, r in inputs.readings(q, sources, 0.95, learned, {}).items()
+                                  if r.excess is not None}
+        raw = decide(Inputs(slo.name, now, self.window, found_breaches, readings, sig, learned, notes))
+        last, streak = self._raw.get(slo.name, ("", 0))
+        streak = streak + 1 if raw.cause == last else 1
+        self._raw[slo.name] = (raw.cause, streak)
+        verdict = confirm(raw, streak, self.verdicts.get(slo.name))
+        if not found_breaches:
+            base.record(now, {**inputs.healthy_values(q), **{k: v for k, v in sig.items()
+                                                             if k not in ("engine_restarts", "cold_starts")}})
+        return verdict
+
+    def families(self) -> list[Metric]:
+        """Return sloguard_bottleneck_info, sloguard_stage_excess_seconds and the verdict confidence."""
+        info = GaugeMetricFamily("sloguard_bottleneck_info", "Where the time goes and why, per SLO: 1 for the current "
+                                 "verdict (stage none and cause none while no objective is breached).",
+                                 labels=["slo", "stage", "cause"])
+        conf = GaugeMetricFamily("sloguard_bottleneck_confidence_ratio", "Confidence of the current verdict "
+                                 "(0 for unknown, 1 while healthy).", labels=["slo"])
+        excess = GaugeMetricFamily("sloguard_stage_excess_seconds", "Stage p95 over the diagnosis window minus the "
+                                   "stage's own healthy baseline (0 when not above it).",
+                                   labels=["slo", "stage", "window"])
+        window = format_duration(self.window)
+        for name, v in sorted(self.verdicts.items()):
+            info.add_metric([name, v.stage, v.cause], 1.0)
+            conf.add_metric([name], v.confidence)
+            for stage, value in sorted(self._excess.get(name, {}).items()):
+                if stage in STAGES:
+                    excess.add_metric([name, stage, window], value)
+        return [info, conf, excess]
+
+    def json(self, slo: str) -> dict[str, Any] | None:
+        """Return the SLO's verdict as JSON, or None when there is none (diagnosis off, not evaluated yet)."""
+        v = self.verdicts.get(slo)
+        return None if v is None else {**as_json(v), "window": format_duration(self.window),
+                                       "evidence_text": evidence_lines(v)}
+
+    def decorate(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        """Return the /api/v1/slos document with each SLO's `diagnosis`."""
+        slos = [{**s, "diagnosis": self.json(str(s.get("name")))} for s in doc.get("slos", [])]
+        return {**doc, "slos": slos}
+
+    def annotations(self, labels: Mapping[str, str]) -> dict[str, str]:
+        """Return the verdict annotations of an alert about an SLO (`slo` label); {} for any other alert."""
+        v = self.verdicts.get(labels.get("slo", ""))
+        if v is None:
+            return {}
+        if v.healthy:
+            text = f"none: no objective breached over the last {format_duration(self.window)}"
+            return {"diagnosis": text, "diagnosis_stage": "none", "diagnosis_cause": "none"}
+        return {"diagnosis": line(v), "diagnosis_evidence": "\n".join(evidence_lines(v)),
+                "diagnosis_stage": v.stage, "diagnosis_cause": v.cause}
+
+
+__all__ = ["STAGE_QS", "Diagnoser"]

@@ -1,0 +1,197 @@
+"""Build the diagnosis signals of one target (rules.py names them) from what sloguard already collects.
+
+Engine signals come from the server windows (counters over the diagnosis window, resets handled) and the
+gauges of its scrapes; host and GPU signals from the evaluated samples (`sloguard_process_*`,
+`sloguard_gpu_*` from NVML or a dcgm-exporter source, `sloguard_canary_degraded`). A signal whose inputs
+are absent is left out: "not available", never 0.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Protocol
+
+from sloguard.diagnose.history import Series
+from sloguard.model import Histogram, Sample, ServerView
+
+# Clock-event reasons that slow a busy GPU (gpu_idle, application clocks, sync boost and display do not),
+# and the NVML/dcgm health reasons that are throttling rather than a sick GPU.
+THROTTLE_REASONS = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
+                              "hw_power_brake"})
+THROTTLE_PROBLEMS = frozenset({"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake", "clocks_below_max"})
+GAUGES = ("requests_waiting", "requests_running", "kv_cache_usage_ratio")
+
+
+class ServerLike(Protocol):
+    def increase(self, target: str, names: Collection[str], window: float, now: float) -> tuple[float, float] | None:
+        """Return (summed counter increase, span) in the window, or None."""
+        ...
+
+    def counter_names(self, target: str) -> set[str]:
+        """Return the counter names a target has reported."""
+        ...
+
+    def latest(self, target: str) -> ServerView | None:
+        """Return the target's newest scrape."""
+        ...
+
+    def restarts(self) -> dict[str, int]:
+        """Return engine restarts seen per target."""
+        ...
+
+    def histogram(self, target: str, model: str | None, signal: str, window: float, now: float) -> Histogram | None:
+        """Return the window's histogram delta of a target's signal (all models when model is None)."""
+        ...
+
+
+def _prompt_length(series: Series, server: ServerLike, target: str, names: Collection[str],
+                   finished: Collection[str], window: float, now: float) -> float | None:
+    """Return the mean prompt tokens per request over the window.
+
+    From the engine's per-request prompt-length histogram where it has one (vLLM `request_prompt_tokens`:
+    observed at finish, exact); else prompt-token counter ÷ requests started: prompt tokens count when a
+    request's prefill is done, finished requests when it ends, so the requests in between (the running
+    count's growth) started too, or a surge would read as longer prompts.
+    """
+    h = server.histogram(target, None, "prompt_length", window, now)
+    if h is not None and h.count > 0:
+        return h.sum / h.count
+    done = server.increase(target, finished, window, now) if finished else None
+    prompts = server.increase(target, ("prompt_tokens",), window, now) if "prompt_tokens" in names else None
+    if done is None or prompts is None:
+        return None
+    started = done[0] + (series.change(f"{target}/requests_running", window, now) or 0.0)
+    return prompts[0] / started if started > 0 else None
+
+
+def record_engine(series: Series, server: ServerLike, target: str) -> None:
+    """Remember the target's gauges from its newest scrape, and its restart count."""
+    view = server.latest(target)
+    if view is None:
+        return
+    for gauge in GAUGES:
+        values = [mv.gauges[gauge] for mv in view.models.values() if gauge in mv.gauges]
+        if values:
+            series.add(f"{target}/{gauge}", view.ts, max(values) if gauge.endswith("ratio") else sum(values))
+    series.add(f"{target}/restarts", view.ts, float(server.restarts().get(target, 0)))
+
+
+def _rate(server: ServerLike, target: str, names: Collection[str], window: float, now: float) -> float | None:
+    got = server.increase(target, names, window, now)
+    return None if got is None or got[1] <= 0 else got[0] / got[1]
+
+
+def engine_signals(series: Series, server: ServerLike, target: str, window: float, hold: float,
+                   now: float) -> dict[str, float]:
+    """Return the engine signals of a target over the diagnosis window (restarts over `hold`)."""
+    out: dict[str, float] = {}
+    for gauge in GAUGES:
+        value = series.mean(f"{target}/{gauge}", window, now)
+        if value is not None:
+            out[gauge] = value
+    names = server.counter_names(target)
+    finished = {n for n in names if n.startswith("finished:")}
+    if "preemptions" in names and (v := _rate(server, target, ("preemptions",), window, now)) is not None:
+        out["preemptions_per_second"] = v
+    done = server.increase(target, finished, window, now) if finished else None
+    if done is not None and done[1] > 0:
+        out["request_rate"] = done[0] / done[1]
+    length = _prompt_length(series, server, target, names, finished, window, now)
+    if length is not None:
+        out["prompt_tokens_per_request"] = length
+    hits = server.increase(target, ("prefix_cache_hits",), window, now)
+    queries = server.increase(target, ("prefix_cache_queries",), window, now)
+    if hits is not None and queries is not None and queries[0] > 0:
+        out["prefix_cache_hit_ratio"] = hits[0] / queries[0]
+    restarts = series.increase(f"{target}/restarts", hold, now)
+    if restarts is not None:
+        out["engine_restarts"] = restarts[0]
+    return out
+
+
+def index(samples: Iterable[Sample]) -> dict[str, list[Sample]]:
+    """Return the evaluated samples the signals read (process, cold-start, GPU and canary series) by name."""
+    out: dict[str, list[Sample]] = defaultdict(list)
+    for s in samples:
+        if s.name.startswith(_READ):
+            out[s.name].append(s)
+    return out
+
+
+_READ = ("sloguard_process_", "sloguard_server_cold_starts", "sloguard_gpu_", "sloguard_canary_")
+
+
+def record_host(series: Series, idx: Mapping[str, Sequence[Sample]], now: float) -> None:
+    """Remember every watched process's CPU seconds (user + system) and cold-start count (`idx`: index())."""
+    cpu: dict[str, float] = defaultdict(float)
+    for s in idx.get("sloguard_process_cpu_seconds_total", ()):
+        cpu[s.labels.get("process", "")] += s.value
+    for proc, value in cpu.items():
+        series.add(f"process/{proc}/cpu", now, value)
+    for s in idx.get("sloguard_server_cold_starts_total", ()):
+        series.add(f"process/{s.labels.get('process', '')}/cold", now, s.value)
+
+
+def host_signals(series: Series, processes: Sequence[str], window: float, hold: float,
+                 now: float) -> tuple[dict[str, float], dict[str, str]]:
+    """Return serving_cpu_cores (busiest of the target's processes) and cold_starts, with which process."""
+    out: dict[str, float] = {}
+    notes: dict[str, str] = {}
+    # CPU over the last quarter of the window: a process that just became CPU-bound shows it at once.
+    rates = {p: r for p in processes if (r := series.rate(f"process/{p}/cpu", window / 4, now)) is not None}
+    if rates:
+        busiest = max(rates, key=lambda p: rates[p])
+        out["serving_cpu_cores"], notes["serving_cpu_cores"] = rates[busiest], f"process {busiest}"
+    colds = {p: c[0] for p in processes if (c := series.increase(f"process/{p}/cold", hold, now)) is not None}
+    if colds:
+        out["cold_starts"] = sum(colds.values())
+        restarted = [p for p, c in colds.items() if c > 0]
+        if restarted:
+            notes["cold_starts"] = "process " + ", ".join(restarted)
+    return out, notes
+
+
+def _gpu_samples(idx: Mapping[str, Sequence[Sample]], target: str) -> dict[str, list[Sample]]:
+    """Keep the target's own GPUs (dcgm source of that target) if it has any, else the node's (NVML)."""
+    gpu = {n: v for n, v in idx.items() if n.startswith("sloguard_gpu_") or n.startswith("sloguard_canary_")}
+    own = any(s.labels.get("target") == target for v in gpu.values() for s in v)
+    return {n: [s for s in v if s.labels.get("target", "") == (target if own else "")] for n, v in gpu.items()}
+
+
+def gpu_signals(samples: Mapping[str, Sequence[Sample]], target: str) -> tuple[dict[str, float], dict[str, str]]:
+    """Return the GPU signals of a target with notes naming the GPUs and reasons behind them (`samples`: index())."""
+    idx = _gpu_samples(samples, target)
+    out: dict[str, float] = {}
+    notes: dict[str, str] = {}
+    events = idx.get("sloguard_gpu_clock_event_active", [])
+    problems = idx.get("sloguard_gpu_health_problem", [])
+    idle = {s.labels.get("uuid") for s in events if s.labels.get("reason") == "gpu_idle" and s.value >= 1}
+    if events or problems:
+        held = sorted({f"{s.labels.get('uuid')}:{s.labels.get('reason')}" for s in events
+                       if s.labels.get("reason") in THROTTLE_REASONS and s.value >= 1}
+                      | {f"{s.labels.get('uuid')}:{s.labels.get('reason')}" for s in problems
+                         if s.labels.get("reason") in THROTTLE_PROBLEMS and s.value >= 1})
+        out["gpu_throttle_reasons"] = float(len(held))
+        if held:
+            notes["gpu_throttle_reasons"] = ", ".join(held)
+    if problems:
+        sick = sorted(f"{s.labels.get('uuid')}:{s.labels.get('reason')}" for s in problems
+                      if s.labels.get("reason") not in THROTTLE_PROBLEMS and s.value >= 1)
+        out["gpu_health_problems"] = float(len(sick))
+        if sick:
+            notes["gpu_health_problems"] = ", ".join(sick)
+    maxes = {s.labels.get("uuid"): s.value for s in idx.get("sloguard_gpu_sm_clock_max_hertz", []) if s.value > 0}
+    ratios = {s.labels.get("uuid"): s.value / maxes[s.labels.get("uuid")]
+              for s in idx.get("sloguard_gpu_sm_clock_hertz", []) if s.labels.get("uuid") in maxes
+              and s.labels.get("uuid") not in idle}
+    if ratios:
+        low = min(ratios, key=lambda u: ratios[u])
+        out["gpu_sm_clock_ratio"], notes["gpu_sm_clock_ratio"] = ratios[low], f"GPU {low}"
+    util = [s.value for s in idx.get("sloguard_gpu_utilization_ratio", [])]
+    if util:
+        out["gpu_utilization_ratio"] = sum(util) / len(util)
+    canary = [s.value for s in idx.get("sloguard_canary_degraded", [])]
+    if canary:
+        out["canary_degraded"] = max(canary)
+    return out, notes

@@ -1,0 +1,78 @@
+"""A verdict as one line, as evidence lines and as JSON: for Slack, alert annotations, status and the API.
+
+"p95 ttft 2.4s > 1s — queue: 78% of the ttft increase; 41 waiting, KV cache 97%, 12 preemptions/min →
+capacity: add replicas or lower max concurrency"
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from sloguard.diagnose.model import Evidence, Verdict
+from sloguard.diagnose.rules import SIGNAL_TEXT
+
+
+def seconds(v: float) -> str:
+    """Return a duration the way people read it: 2.4s, 85ms, 0.19ms."""
+    if v >= 1.0:
+        return f"{v:.3g}s"
+    if v >= 1e-3:
+        return f"{v * 1e3:.3g}ms"
+    return f"{v * 1e3:.2g}ms"
+
+
+def signal_value(name: str, value: float) -> str:
+    """Return a signal's value with its unit, e.g. "KV cache 97%", "12 preemptions/min"."""
+    label, unit = SIGNAL_TEXT.get(name, (name.replace("_", " "), ""))
+    if unit == "ratio":
+        return f"{label} {value:.0%}"
+    if unit == "per_min":
+        return f"{value * 60:.3g} {label}/min"
+    if unit == "per_s":
+        return f"{label} {value:.3g}/s"
+    if unit == "cores":
+        return f"{label} {value:.2g} cores"
+    return f"{value:.3g} {label}"
+
+
+def _signals(evidence: tuple[Evidence, ...]) -> list[str]:
+    return [signal_value(e.signal, e.value) for e in evidence
+            if e.value is not None and e.signal in SIGNAL_TEXT and e.signal != "network_measured"]
+
+
+def line(v: Verdict) -> str:
+    """Return the verdict as one line (empty for a healthy SLO)."""
+    if v.healthy or v.breach is None:
+        return ""
+    b = v.breach
+    head = f"p{b.quantile * 100:g} {b.metric} {seconds(b.value)} > {seconds(b.threshold)}"
+    where: str = v.stage if v.stage != "none" else "no single stage"
+    if v.share is not None and v.stage != "none":
+        where += f": {v.share:.0%} of the {b.metric} increase"
+    signals = _signals(v.evidence)
+    tail = f"{v.cause}: {v.lever}" if v.lever else v.cause
+    return f"{head} — {where}" + (f"; {', '.join(signals)}" if signals else "") + f" → {tail}"
+
+
+def evidence_lines(v: Verdict) -> list[str]:
+    """Return one line per piece of evidence: signal, value, what it was compared with."""
+    out = []
+    for e in v.evidence:
+        value = "not available" if e.value is None else (
+            seconds(e.value) if e.signal not in SIGNAL_TEXT else signal_value(e.signal, e.value))
+        mark = "" if e.compared == "context" else (" ✓" if e.holds else " ✗")
+        out.append(f"{e.signal}: {value} ({e.compared}){mark}" + (f" [{e.detail}]" if e.detail else ""))
+    if v.missing:
+        out.append("not available: " + ", ".join(v.missing))
+    return out
+
+
+def as_json(v: Verdict) -> dict[str, Any]:
+    """Return the verdict as plain JSON types (the `diagnosis` of /api/v1/slos)."""
+    return {
+        "stage": v.stage, "cause": v.cause, "confidence": v.confidence, "lever": v.lever, "at": v.at,
+        "summary": line(v), "share": v.share, "missing": list(v.missing),
+        "breach": None if v.breach is None else asdict(v.breach),
+        "evidence": [asdict(e) for e in v.evidence],
+    }

@@ -1,0 +1,99 @@
+"""Baselines, counter/gauge series and the signals built from server windows and samples (injected times)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sloguard.diagnose.history import Baselines, Series
+from sloguard.diagnose.signals import engine_signals, gpu_signals, host_signals, index, record_engine, record_host
+from sloguard.model import Histogram, ModelView, Sample, ServerView
+from sloguard.windows.server import ServerWindows
+
+
+def test_baseline_is_the_median_of_healthy_values_within_the_horizon() -> None:
+    b = Baselines(horizon=100.0, min_points=3)
+    b.record(0.0, {"queue@0.95": 0.01})
+    b.record(1.0, {"queue@0.95": 0.02})
+    assert b.get("queue@0.95") is None  # not enough healthy evaluations yet
+    b.record(2.0, {"queue@0.95": 5.0})  # one outlier cannot move a median of three much
+    assert b.get("queue@0.95") == 0.02
+    b.record(150.0, {"queue@0.95": 0.03})  # the first three are older than the horizon now
+    assert b.get("queue@0.95") is None and b.all() == {}
+
+
+@pytest.mark.parametrize(("values", "increase"), [
+    ([1.0, 2.0, 4.0], 3.0),
+    ([5.0, 7.0, 2.0, 3.0], 2.0 + 2.0 + 1.0),  # a counter that went down restarted: its new value counts
+])
+def test_series_increase_handles_resets(values: list[float], increase: float) -> None:
+    s = Series(horizon=100.0)
+    for i, v in enumerate(values):
+        s.add("c", float(i), v)
+    assert s.increase("c", 10.0, float(len(values) - 1)) == (increase, float(len(values) - 1))
+
+
+def test_series_gauges() -> None:
+    s = Series(horizon=100.0)
+    for t, v in ((0.0, 1.0), (5.0, 3.0), (10.0, 8.0)):
+        s.add("g", t, v)
+    s.add("g", 10.0, 99.0)  # the same scrape twice is ignored
+    assert s.mean("g", 4.0, 10.0) == 8.0 and s.mean("g", 7.0, 10.0) == 5.5 and s.max("g", 20.0, 10.0) == 8.0
+    assert s.change("g", 4.0, 10.0) == 5.0  # from the value at the window start (t=5)
+    assert s.rate("g", 100.0, 10.0) == pytest.approx(0.7) and s.mean("missing", 5.0, 10.0) is None
+
+
+def _view(ts: float, finished: float, prompt: float, preempt: float, waiting: float, running: float,
+          kv: float) -> ServerView:
+    mv = ModelView("m", histograms={"queue": Histogram(((0.3, finished), (float("inf"), finished)), finished, 0.0)},
+                   gauges={"requests_waiting": waiting, "requests_running": running, "kv_cache_usage_ratio": kv},
+                   counters={"prompt_tokens": prompt, "preemptions": preempt}, finished_by_reason={"stop": finished})
+    return ServerView("t", "vllm", ts, {"m": mv})
+
+
+def test_engine_signals_over_the_window() -> None:
+    server, series = ServerWindows(), Series(horizon=600.0)
+    for i in range(11):  # 10 s: 2 requests/s of 100 prompt tokens, running grows 2 -> 12, 1 preemption/s
+        server.add(_view(float(i), 2.0 * i, 200.0 * i + 100.0 * i, float(i), waiting=3.0, running=2.0 + i, kv=0.5))
+        record_engine(series, server, "t")
+    sig = engine_signals(series, server, "t", window=10.0, hold=60.0, now=10.0)
+    assert sig["request_rate"] == pytest.approx(2.0) and sig["preemptions_per_second"] == pytest.approx(1.0)
+    assert sig["requests_waiting"] == 3.0 and sig["kv_cache_usage_ratio"] == 0.5
+    # 300 prompt tokens/s counted, 2 finished/s plus the running count's growth (1/s): 100 tokens/request
+    assert sig["prompt_tokens_per_request"] == pytest.approx(100.0)
+    assert sig["engine_restarts"] == 0.0
+    server.add(_view(11.0, 1.0, 10.0, 0.0, 0.0, 1.0, 0.1))  # every counter went back: a restart
+    record_engine(series, server, "t")
+    assert engine_signals(series, server, "t", 10.0, 60.0, 11.0)["engine_restarts"] == 1.0
+    assert engine_signals(series, server, "other", 10.0, 60.0, 11.0) == {}  # nothing known: nothing claimed
+
+
+def test_host_signals_name_the_busiest_process() -> None:
+    series = Series(horizon=600.0)
+    for t in range(0, 21, 5):
+        record_host(series, index([
+            Sample("sloguard_process_cpu_seconds_total", {"process": "api", "mode": "user"}, 0.9 * t),
+            Sample("sloguard_process_cpu_seconds_total", {"process": "api", "mode": "system"}, 0.1 * t),
+            Sample("sloguard_process_cpu_seconds_total", {"process": "engine", "mode": "user"}, 0.2 * t),
+            Sample("sloguard_server_cold_starts_total", {"process": "engine"}, 1.0 if t >= 15 else 0.0)]), float(t))
+    sig, notes = host_signals(series, ["api", "engine"], window=20.0, hold=60.0, now=20.0)
+    assert sig["serving_cpu_cores"] == pytest.approx(1.0) and notes["serving_cpu_cores"] == "process api"
+    assert sig["cold_starts"] == 1.0 and notes["cold_starts"] == "process engine"
+    assert host_signals(series, ["nope"], 20.0, 60.0, 20.0) == ({}, {})
+
+
+def test_gpu_signals_without_any_gpu_series_are_not_available() -> None:
+    assert gpu_signals(index([Sample("sloguard_probe_ttft_seconds_count", {}, 1.0)]), "t") == ({}, {})
+
+
+def test_gpu_signals_from_nvml_series_and_the_canary() -> None:
+    u = {"uuid": "GPU-1"}
+    samples = [Sample("sloguard_gpu_clock_event_active", {**u, "reason": "sw_power_cap"}, 1.0),
+               Sample("sloguard_gpu_clock_event_active", {**u, "reason": "gpu_idle"}, 0.0),
+               Sample("sloguard_gpu_sm_clock_hertz", u, 1.2e9), Sample("sloguard_gpu_sm_clock_max_hertz", u, 2.0e9),
+               Sample("sloguard_gpu_health_problem", {**u, "reason": "row_remap_pending"}, 1.0),
+               Sample("sloguard_gpu_health_problem", {**u, "reason": "clocks_below_max"}, 0.0),
+               Sample("sloguard_canary_degraded", {"device": "cuda:0", "gpu": "0"}, 0.0)]
+    sig, notes = gpu_signals(index(samples), "any-target")  # node-local NVML GPUs serve every target
+    assert sig == {"gpu_throttle_reasons": 1.0, "gpu_health_problems": 1.0, "gpu_sm_clock_ratio": 0.6,
+                   "canary_degraded": 0.0}
+    assert notes["gpu_health_problems"] == "GPU-1:row_remap_pending"

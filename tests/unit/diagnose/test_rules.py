@@ -1,0 +1,181 @@
+"""The rule table: one case per cause, precedence, missing and contradictory evidence, never a guess."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+
+from sloguard.diagnose.engine import decide
+from sloguard.diagnose.model import Breach, Inputs, Reading
+from sloguard.diagnose.rules import RULES
+from sloguard.diagnose.text import evidence_lines, line
+
+TTFT = Breach("ttft", 0.95, 2.4, 1.0)
+TPOT = Breach("tpot", 0.5, 0.05, 0.02)
+
+
+def _r(stage: str, value: float, baseline: float | None, source: str = "request") -> Reading:
+    return Reading(stage, value, value, value, source, baseline)
+
+
+# healthy stage readings: TTFT 0.2 s = network 5 ms + queue 5 ms + prefill 0.19 s; decode (TPOT) 12 ms
+BASE = {"ttft": _r("ttft", 0.2, 0.2, "probe"), "network": _r("network", 0.005, 0.005),
+        "queue": _r("queue", 0.005, 0.005), "prefill": _r("prefill", 0.19, 0.19),
+        "decode": _r("decode", 0.012, 0.012), "tpot": _r("tpot", 0.012, 0.012, "probe")}
+# every signal available and at its healthy value, with baselines equal to them
+HEALTHY = {"requests_waiting": 0.0, "requests_running": 4.0, "kv_cache_usage_ratio": 0.3,
+           "preemptions_per_second": 0.0, "request_rate": 2.0, "prompt_tokens_per_request": 400.0,
+           "engine_restarts": 0.0, "cold_starts": 0.0, "serving_cpu_cores": 0.1, "gpu_throttle_reasons": 0.0,
+           "gpu_sm_clock_ratio": 1.0, "gpu_health_problems": 0.0, "canary_degraded": 0.0, "network_measured": 1.0}
+BASELINES = {k: v for k, v in HEALTHY.items() if k not in ("engine_restarts", "cold_starts")}
+
+
+def _inputs(breaches: tuple[Breach, ...] = (TTFT,), stages: Mapping[str, float] | None = None,
+            signals: Mapping[str, float] | None = None, drop: tuple[str, ...] = (),
+            sources: Mapping[str, str] | None = None) -> Inputs:
+    readings = dict(BASE)
+    for name, value in (stages or {}).items():
+        readings[name] = _r(name, value, BASE[name].baseline, (sources or {}).get(name, BASE[name].source))
+    sig = {k: v for k, v in {**HEALTHY, **(signals or {})}.items() if k not in drop}
+    return Inputs("chat", 100.0, 300.0, breaches, {k: v for k, v in readings.items() if k not in drop}, sig,
+                  {k: v for k, v in BASELINES.items() if k not in drop})
+
+
+QUEUED = {"ttft": 2.4, "queue": 2.2}
+PREFILL = {"ttft": 2.4, "prefill": 2.2}
+SLOW_DECODE = {"tpot": 0.05, "decode": 0.05}
+NET = {"ttft": 2.4, "network": 2.2}
+
+# (case, inputs, stage, cause)
+CASES = [
+    ("healthy", _inputs(breaches=()), "none", "none"),
+    ("capacity: deep queue", _inputs(stages=QUEUED, signals={"requests_waiting": 41.0}), "queue", "capacity"),
+    ("capacity: more requests, bigger batches", _inputs((TPOT,), SLOW_DECODE, {"request_rate": 6.0}), "decode",
+     "capacity"),
+    ("kv cache pressure", _inputs(stages=QUEUED, signals={"kv_cache_usage_ratio": 0.97, "preemptions_per_second": 0.2,
+                                                          "requests_waiting": 41.0}), "queue", "kv_cache_pressure"),
+    ("kv full and requests wait for blocks", _inputs(stages=QUEUED, signals={"kv_cache_usage_ratio": 0.96,
+                                                                          "requests_waiting": 12.0}),
+     "queue", "kv_cache_pressure"),
+    ("long prompts", _inputs(stages=PREFILL, signals={"prompt_tokens_per_request": 1600.0}), "prefill",
+     "long_prompts"),
+    ("long prompts queue behind long prefills", _inputs(stages=QUEUED, signals={"prompt_tokens_per_request": 1600.0,
+                                                                              "requests_waiting": 3.0}),
+     "queue", "long_prompts"),
+    ("gpu throttled", _inputs((TPOT,), SLOW_DECODE, {"gpu_throttle_reasons": 2.0, "gpu_sm_clock_ratio": 0.5}),
+     "decode", "gpu_throttled"),
+    ("throttle reason with full clocks is no throttling", _inputs((TPOT,), SLOW_DECODE, {"gpu_throttle_reasons": 1.0}),
+     "decode", "unknown"),
+    ("gpu throttled, no max clock known", _inputs((TPOT,), SLOW_DECODE, {"gpu_throttle_reasons": 1.0},
+                                                  drop=("gpu_sm_clock_ratio",)), "decode", "gpu_throttled"),
+    ("gpu unhealthy", _inputs((TPOT,), SLOW_DECODE, {"gpu_health_problems": 1.0}), "decode", "gpu_unhealthy"),
+    ("canary degraded", _inputs(stages=PREFILL, signals={"canary_degraded": 1.0}), "prefill", "gpu_unhealthy"),
+    ("serving cpu bound", _inputs((TPOT,), SLOW_DECODE, {"serving_cpu_cores": 0.95}), "decode", "serving_cpu_bound"),
+    ("engine restart", _inputs(stages=QUEUED, signals={"engine_restarts": 1.0, "requests_waiting": 9.0}), "queue",
+     "engine_restart"),
+    ("process cold start", _inputs(stages=PREFILL, signals={"cold_starts": 1.0}), "prefill", "engine_restart"),
+    ("network, measured per request", _inputs(stages=NET), "network", "network"),
+    ("network, head time with a calm serving CPU", _inputs(stages=NET, signals={"network_measured": 0.0}),
+     "network", "network"),
+    # precedence: a restart explains a full KV cache after it; a sick GPU beats throttling; kv beats capacity
+    ("restart before kv pressure", _inputs(stages=QUEUED, signals={"engine_restarts": 1.0, "kv_cache_usage_ratio": 1.0,
+                                                                 "preemptions_per_second": 1.0}), "queue",
+     "engine_restart"),
+    ("unhealthy before throttled", _inputs((TPOT,), SLOW_DECODE, {"gpu_health_problems": 1.0,
+                                                                  "gpu_throttle_reasons": 1.0}), "decode",
+     "gpu_unhealthy"),
+    ("throttled before capacity", _inputs((TPOT,), SLOW_DECODE, {"gpu_throttle_reasons": 1.0, "request_rate": 9.0,
+                                                                    "gpu_sm_clock_ratio": 0.6}),
+     "decode", "gpu_throttled"),
+    ("cpu before capacity", _inputs(stages=QUEUED, signals={"serving_cpu_cores": 1.0, "requests_waiting": 5.0}),
+     "queue", "serving_cpu_bound"),
+    # missing and contradictory evidence: unknown, never a guess
+    ("decode slower, no GPU or CPU signal", _inputs((TPOT,), SLOW_DECODE, drop=(
+        "gpu_throttle_reasons", "gpu_sm_clock_ratio", "gpu_health_problems", "canary_degraded", "serving_cpu_cores")),
+     "decode", "unknown"),
+    ("queue grew, engine exposes no waiting count", _inputs(stages=QUEUED, drop=("requests_waiting", "request_rate")),
+     "queue", "unknown"),
+    ("head-time network while requests queue is not the network's", _inputs(
+        stages=NET, signals={"network_measured": 0.0, "requests_waiting": 6.0}), "network", "unknown"),
+    ("network by head time, serving CPU unknown", _inputs(stages=NET, signals={"network_measured": 0.0},
+                                                          drop=("serving_cpu_cores",)), "network", "unknown"),
+    ("queue rose with no load, kv, prompt or gpu signal", _inputs(stages=QUEUED), "queue", "unknown"),
+    ("no stage explains the increase", _inputs(stages={"ttft": 2.4, "queue": 0.3, "prefill": 0.4}), "none",
+     "unknown"),
+    ("no stage readings at all", _inputs(drop=("network", "queue", "prefill")), "none", "unknown"),
+    ("kv full but no preemptions", _inputs(stages=QUEUED, signals={"kv_cache_usage_ratio": 0.99}), "queue",
+     "unknown"),
+]
+
+
+@pytest.mark.parametrize(("case", "inp", "stage", "cause"), CASES, ids=[c[0] for c in CASES])
+def test_rule_table(case: str, inp: Inputs, stage: str, cause: str) -> None:
+    v = decide(inp)
+    assert (v.stage, v.cause) == (stage, cause), evidence_lines(v)
+    assert 0.0 <= v.confidence <= 1.0
+    if cause == "unknown":
+        assert v.confidence == 0.0 and (v.missing or "no " in v.lever)
+    elif cause != "none":
+        assert v.confidence > 0.0 and v.lever and line(v).startswith(f"p{v.breach.quantile * 100:g}")  # type: ignore[union-attr]
+
+
+def test_every_cause_has_a_case_and_a_lever() -> None:
+    causes = {c[3] for c in CASES}
+    assert {r.cause for r in RULES} | {"unknown", "none"} <= causes
+    assert all(r.lever and r.detail for r in RULES)
+
+
+def test_unknown_names_what_was_missing() -> None:
+    v = decide(CASES[[c[0] for c in CASES].index("decode slower, no GPU or CPU signal")][1])
+    assert {"gpu_throttle_reasons", "gpu_health_problems", "serving_cpu_cores"} <= set(v.missing)
+    assert "gpu_sm_clock_ratio" not in v.missing  # optional: it never blocks a verdict
+    v = decide(CASES[[c[0] for c in CASES].index("network by head time, serving CPU unknown")][1])
+    assert "serving_cpu_cores" in v.missing
+
+
+def test_a_signal_not_available_is_not_zero() -> None:
+    """waiting absent must not read as 'waiting 0 < 1': the capacity row cannot hold nor be ruled out by it."""
+    v = decide(_inputs(stages=QUEUED, drop=("requests_waiting",), signals={"request_rate": 2.0}))
+    assert v.cause == "unknown" and "requests_waiting" in v.missing
+
+
+def test_the_line_reads_like_the_issue() -> None:
+    v = decide(_inputs(stages=QUEUED, signals={"requests_waiting": 41.0, "kv_cache_usage_ratio": 0.6}))
+    text = line(v)
+    assert text.startswith("p95 ttft 2.4s > 1s — queue: 100% of the ttft increase")
+    assert "41 waiting" in text and "KV cache 60%" in text and text.endswith("→ capacity: add replicas or lower "
+                                                                             "max concurrency")
+
+
+def test_bounded_readings_lower_the_confidence() -> None:
+    measured = decide(_inputs(stages=QUEUED, signals={"requests_waiting": 41.0}))
+    bounded = decide(_inputs(stages=QUEUED, signals={"requests_waiting": 41.0}, sources={"queue": "server"}))
+    assert bounded.cause == "capacity" and bounded.confidence < measured.confidence
+
+
+def test_the_worst_breach_is_explained() -> None:
+    v = decide(_inputs((Breach("ttft", 0.95, 1.1, 1.0), TPOT), {**SLOW_DECODE, "ttft": 1.1},
+                       {"gpu_throttle_reasons": 1.0, "gpu_sm_clock_ratio": 0.6}))
+    assert (v.stage, v.cause) == ("decode", "gpu_throttled")  # TPOT 2.5x over beats TTFT 1.1x
+
+
+def test_readme_has_the_generated_cause_table() -> None:
+    from pathlib import Path
+
+    from sloguard.diagnose.rules import markdown
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    assert markdown() in readme, "paste sloguard.diagnose.rules.markdown() into README.md 'Diagnosis'"
+
+
+def test_a_cause_is_named_once_it_held_twice_in_a_row() -> None:
+    from sloguard.diagnose.engine import confirm
+
+    raw = decide(_inputs(stages=QUEUED, signals={"requests_waiting": 41.0}))
+    first = confirm(raw, 1, None)
+    assert first.cause == "unknown" and first.lever.startswith("confirming capacity") and first.stage == "queue"
+    assert confirm(raw, 2, first) is raw  # held twice: named
+    assert confirm(raw, 1, raw) is raw  # already published: a stable verdict does not flicker
+    healthy = decide(_inputs(breaches=()))
+    assert confirm(healthy, 1, raw) is healthy  # back to healthy at once
