@@ -33,43 +33,53 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from sloguard.bench.header import digest
 from sloguard.reports.bench import side_from_records
 from sloguard.reports.cells import overall
 from sloguard.reports.regression import Settings, compare
 from sloguard.reports.report import DEFAULT_REQUESTS
-from sloguard.sim.benchfile import closed_run, header, spaced_run
+from sloguard.sim.benchfile import closed_run, end_row, header, spaced_run
 
 SCALE = 1.1
 PROBE_INTERVAL_S = 30.0  # ProbeSpec.interval's default
 SCENARIOS = ("probe-idle", "probe", "bench-c8", "bench-c8-shared")
 POPULATION = 100_000
-_population: dict[tuple[str, float], list[dict[str, Any]]] = {}
+_population: dict[tuple[str, float], list[dict[str, Any]]] = {}  # (scenario, scale) -> the run's records
 
 
-def _population_of(scenario: str, scale: float) -> list[dict[str, Any]]:
+def _population_of(scenario: str, scale: float) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Return the request rows and the stage row of a release's probe population (simulated once)."""
     key = (scenario, scale)
     if key not in _population:
         bg = 0.0 if scenario == "probe-idle" else 2.0
         # the same seed at both scales: the slower population is exactly 1.1 x the other, request by request
         rows = spaced_run(0 if bg else 7, POPULATION, time_scale=scale, background_rps=bg)
-        _population[key] = [r for r in rows if r["type"] == "request"]
-    return _population[key]
+        _population[key] = rows
+    rows = _population[key]
+    return [r for r in rows if r["type"] == "request"], next(r for r in rows if r["type"] == "stage")
+
+
+def _one_workload(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Give a run the workload identity (seed 0) every run of the benchmark shares: its own seed only
+    decides which requests the simulator's draws make, so both sides stay comparable by workload_digest."""
+    head = records[0]
+    head["workload"]["seed"] = 0
+    head["workload_digest"] = digest(head["workload"], head["load"])
+    return records
 
 
 def _probe_side(scenario: str, scale: float, n: int, seed: int, role: str) -> Any:
     rng = random.Random(seed)
-    pop = _population_of(scenario, scale)
+    pop, stage = _population_of(scenario, scale)
     rows = [dict(pop[rng.randrange(len(pop))], seq=i) for i in range(n)]
     rows.sort(key=lambda r: r["ts"])
-    head = header(seed % 7, "rate", [1.0], {}, 64)  # seeds 0..6: the workload's seed only warns
-    head["workload"]["seed"] = 0
-    stage = {"type": "stage", "stage": 0, "load": rows[0]["load"], "ended": "completed", "throughput": {"rps": None}}
-    return side_from_records([head, *rows, stage, {"type": "end"}], role, f"{scenario}:{seed}")
+    # the stage row is the population's (reports read only its load level and status from it)
+    records = _one_workload([header(0, "rate", [stage["load"]], {}, 64), *rows, stage, end_row(1)])
+    return side_from_records(records, role, f"{scenario}:{seed}")
 
 
 def _bench_side(scale: float, n: int, seed: int, role: str, background: float) -> Any:
-    records = closed_run(seed, [8], n, time_scale=scale, background_rps=background)
-    records[0]["workload"]["seed"] = 0
+    records = _one_workload(closed_run(seed, [8], n, time_scale=scale, background_rps=background))
     return side_from_records(records, role, f"bench:{seed}")
 
 
@@ -91,7 +101,7 @@ def one_pair(args: tuple[str, int, float, int]) -> tuple[str, bool]:
 def bench_rate(n: int = 2000) -> float:
     """Return the requests/s of the bench-c8 scenario (virtual time): what a bench run of n requests takes."""
     rows = closed_run(1, [8], n, background_rps=0.0)
-    return float(next(r for r in rows if r["type"] == "stage")["throughput"]["rps"])
+    return float(next(r for r in rows if r["type"] == "stage")["rps"])
 
 
 def run(scenario: str, n: int, pairs: int, pool: ProcessPoolExecutor) -> dict[str, Any]:

@@ -145,8 +145,15 @@ class Daemon:
         """Release identities, boundaries and the automatic before/after reports (sloguard.reports)."""
         from sloguard.reports.storeslice import count
 
-        return ReleaseReports(cfg, self.config_path, self.persist, self.alerting, self.clock.now(),
-                              lambda rid, target, t0, t1: count(self.cfg.state_dir, rid, target, t0, t1))
+        reports = ReleaseReports(cfg, self.config_path, self.persist, self.alerting, self.clock.now(),
+                                 lambda rid, target, t0, t1: count(self.cfg.state_dir, rid, target, t0, t1))
+        reports.verdicts_of = self._verdicts_of
+        return reports
+
+    def _verdicts_of(self, target: str) -> list[dict[str, Any]]:
+        """Return the current bottleneck verdict of each SLO of a target (for its release report)."""
+        names = [s.name for s in self.slo.slos if s.target == target]
+        return [{"slo": n, **v} for n in names if (v := self.diagnosis.json(n)) is not None]
 
     def _results(self, spec: str) -> Any:
         """Stream a store slice as JSON lines for `sloguard report --daemon` (DataError for a bad slice)."""

@@ -166,7 +166,6 @@ def document(base: Side, cand: Side, cells: list[Cell], settings: Settings, warn
         "cells": [c.as_json() for c in cells],
         "objectives": objectives(base, cand, cells), "distributions": distributions(base, cand),
         "stages": stage_breakdown(base, cand), "loads": loads(base, cand), "max_load": max_load(base, cand),
-        "bottlenecks": bottlenecks or {"available": False,
-                                       "reason": "the diagnosis rules (sloguard.diagnose) are not part of this build"},
+        "bottlenecks": bottlenecks or {"available": False, "reason": "no stage analysis was made"},
         "resolution": resolution, "metrics": list(LATENCY),
     }

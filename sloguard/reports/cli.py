@@ -47,6 +47,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0: a report is reproducible)")
     p.add_argument("--replicates", type=int, default=1000, help="bootstrap replicates (default 1000)")
     p.add_argument("--allow-mismatch", action="store_true", help="compare different workloads anyway (warned)")
+    p.add_argument("--diagnosis", metavar="FILE", help="JSON list of the daemon's bottleneck verdicts (each SLO's "
+                   "`diagnosis` in /api/v1/slos, with `slo`) to show beside the stage analysis; the daemon's "
+                   "automatic reports pass their target's")
     return p
 
 
@@ -76,8 +79,21 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     base = load_side(args.baseline, "baseline", ctx)
     cand = load_side(args.candidate, "candidate", ctx)
     doc = make(base, cand, ctx.settings(args.seed, args.replicates, thresholds(args.threshold)),
-               allow_mismatch=args.allow_mismatch, slos=ctx.slos)
+               allow_mismatch=args.allow_mismatch, slos=ctx.slos, verdicts=read_verdicts(args.diagnosis))
     return ctx.scrub(doc), str(doc["verdict"])
+
+
+def read_verdicts(path: str | None) -> list[dict[str, Any]]:
+    """Return the verdicts a --diagnosis file holds; DataError for an unreadable or mis-shaped one."""
+    if not path:
+        return []
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DataError(f"--diagnosis {path}: cannot read a JSON list of verdicts ({exc})") from None
+    if not isinstance(doc, list) or not all(isinstance(v, dict) for v in doc):
+        raise DataError(f"--diagnosis {path}: expected a JSON list of verdict objects")
+    return doc
 
 
 def write(doc: dict[str, Any], fmt: str, output: str | None, out_dir: str | None) -> None:

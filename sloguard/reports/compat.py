@@ -1,8 +1,9 @@
 """Like with like: refuse (or, with --allow-mismatch, warn about) comparisons of different workloads.
 
-Refused: different kinds of input, different request shapes (API, max tokens, ignore_eos, prompt mix or
-dataset, behaviours, load kind), no common load level, too few successful requests. Warned about:
-different targets, models, seeds, SLO files, load levels only one side ran. Never compared silently.
+Refused: different kinds of input, bench runs whose `workload_digest` differ in what requests were sent
+and how (any workload field, the load kind, arrival process and warm-up: see reports.bench), no common load
+level, too few successful requests. Warned about: different targets, models, SLO files, load levels, stage
+sizes or modes only one side ran. Never compared silently.
 """
 
 from __future__ import annotations
@@ -35,8 +36,13 @@ def check(base: Side, cand: Side, allow_mismatch: bool = False) -> list[str]:
                         f"({cand.spec}): compare like with like (bench with bench, store with store, prom with prom)")
     _enough(base, base.successes(), "successful ")
     _enough(cand, cand.count(), "")  # failures are data (censored latencies, error rate): any outcome counts
-    warnings = differences(base.workload, cand.workload, WARN_KEYS)
-    refused = differences(base.workload, cand.workload, REFUSE_KEYS)
+    if base.kind == "bench":  # the bench's own workload identity (header `workload_digest`)
+        from sloguard.reports.bench import bench_differences
+
+        refused, warnings = bench_differences(base.workload, cand.workload)
+    else:
+        warnings = differences(base.workload, cand.workload, WARN_KEYS)
+        refused = differences(base.workload, cand.workload, REFUSE_KEYS)
     levels_b, levels_c = {s.label for s in base.stages}, {s.label for s in cand.stages}
     if base.stages and cand.stages and not levels_b & levels_c:
         refused.append(f"load levels: baseline {sorted(levels_b)}, candidate {sorted(levels_c)} (none in common)")

@@ -14,6 +14,7 @@ import json
 import logging
 import shutil
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,8 @@ class ReleaseReports:
         self.releases.resume()
         self._tasks: set[asyncio.Task[None]] = set()
         self.latest: dict[str, dict[str, Any]] = {}
+        # the daemon's bottleneck verdicts of a target's SLOs, shown in its report (sloguard.diagnose)
+        self.verdicts_of: Callable[[str], list[dict[str, Any]]] = lambda target: []
         for b in self.releases.boundaries:  # restart: the last report of each target keeps being exported
             if b.status == "done" and b.report_path:
                 self._remember(b)
@@ -84,11 +87,14 @@ class ReleaseReports:
         base = f"store:release_id={b.before},target={b.target},{b.at - spec.baseline:.3f}..{b.at:.3f}"
         cand = f"store:release_id={b.after},target={b.target},{b.at + spec.warmup:.3f}..{now:.3f}"
         return [sys.executable, "-m", "sloguard", "report", "--baseline", base, "--candidate", cand,
-                "--state-dir", self.cfg.state_dir, "-c", self.config_path, "--out-dir", str(out)]
+                "--state-dir", self.cfg.state_dir, "-c", self.config_path, "--out-dir", str(out),
+                "--diagnosis", str(out / "diagnosis.json")]
 
     async def _make(self, b: Boundary, now: float) -> None:
         out = self._dir(b)
         try:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "diagnosis.json").write_text(json.dumps(self.verdicts_of(b.target)), encoding="utf-8")
             proc = await asyncio.create_subprocess_exec(*self.command(b, now, out), stdout=asyncio.subprocess.PIPE,
                                                         stderr=asyncio.subprocess.PIPE)
             try:

@@ -23,9 +23,10 @@ METHODOLOGY = (
     "Censored requests (failed before the first token or the end) are never dropped: they count as slower "
     "than every measured request (shown as \"> the time they ran\"); a quantile that falls among them is a "
     "lower bound. Requests with no token at all (`empty`) have no TTFT; they count as successes.",
-    "Excluded: bench warm-up requests, requests cancelled by a stage's early end, and requests of other "
-    "behaviours than `normal`; open-loop bench latencies are measured from the scheduled send time (no "
-    "coordinated omission). Probe results carry the target's identity when they are stored.",
+    "Excluded: bench warm-up requests (the bench does not write them; counted in its stage summaries) and "
+    "requests of other behaviours than `normal`; open-loop bench latencies are measured from the scheduled "
+    "send time (`*_sched_s`: no coordinated omission). Probe results carry the target's identity when they "
+    "are stored.",
     "Clock: per-request latencies on the client's monotonic clock (`perf_counter_ns` at chunk arrival); wall "
     "times (time ranges) are UTC.",
 )

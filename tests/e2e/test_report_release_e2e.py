@@ -82,10 +82,14 @@ def test_a_release_with_a_latency_fault_is_reported_automatically(tmp_path: Path
             blocks = json.dumps(post["blocks"])
             (folder,) = (state / "reports" / "sim").iterdir()
             assert f"Full report: {folder}/report.html" in blocks
-            assert "TTFT" in blocks and "[+" in blocks and "(firing)" not in blocks  # top changes, intervals
+            top = [f"{name}:" for name in ("TTFT", "TTFOT", "TPOT", "ITL", "E2E")]  # top changes, intervals
+            assert any(t in blocks for t in top) and "[+" in blocks and "(firing)" not in blocks, blocks
             doc = json.loads((folder / "report.json").read_text())
             assert doc["verdict"] == "regression" and {f.name for f in folder.iterdir()} == {
-                "report.md", "report.html", "report.json"}
+                "report.md", "report.html", "report.json", "diagnosis.json"}
+            bottlenecks = doc["bottlenecks"]  # the grown stages with the diagnosis rules' levers, and its verdicts
+            assert [v["slo"] for v in bottlenecks["daemon"]] == ["sim-latency"], bottlenecks
+            assert any("grew" in item and "lever:" in item for item in bottlenecks["items"]), bottlenecks
             assert doc["baseline"]["identity"]["labels"] == {"release": "A", "team": "llm"}
             assert doc["candidate"]["identity"]["labels"] == {"release": "B", "team": "llm"}
             wait_until(lambda: metric_value(metrics(daemon), "sloguard_report_verdict",

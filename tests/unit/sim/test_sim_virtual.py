@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import random
 
+import jsonschema
 import pytest
 
+from sloguard.bench.schema import schema
 from sloguard.sim.benchfile import closed_run, spaced_run
 from sloguard.sim.model import LatencyProfile
 from sloguard.sim.virtual import VirtualServer, spaced
@@ -39,3 +41,11 @@ def test_time_scale_scales_every_latency_exactly(make: object) -> None:
     for a, b in zip(base, slow, strict=True):
         for key in ("ttft_s", "e2e_s", "queue_s"):
             assert b[key] == pytest.approx(1.1 * a[key], rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("records", [spaced_run(4, 30), closed_run(4, [1, 4], 30)])
+def test_virtual_runs_are_the_bench_schema(records: list[dict[str, object]]) -> None:
+    """Written through the bench's own row writers, so they validate against its published schema."""
+    validator = jsonschema.Draft202012Validator(schema())
+    for row in records:
+        validator.validate(row)
