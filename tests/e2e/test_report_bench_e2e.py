@@ -110,13 +110,15 @@ def test_json_holds_every_number_and_the_formats_agree(files: dict[str, Path], t
     doc = json.loads((tmp_path / "r" / "report.json").read_text())
     assert code == 0 and json.loads(out)["verdict"] == doc["verdict"] == "regression"
     assert doc["schema"] == "sloguard-report/1" and [ld["label"] for ld in doc["loads"]] == ["concurrency 1"]
-    p95 = next(c for c in doc["cells"] if c["metric"] == "ttft" and c["stat"] == "p95" and c["scope"] == "overall")
-    assert p95["verdict"] == "regression" and p95["ci"][0] > 0.1  # every step 1.3x: TTFT well over +10 %
+    # every step 1.3x: E2E (16 decode steps) well over +10 %; TTFT's p95 (one prefill step of ~15 ms) may
+    # still read "not enough data" at 200 requests on a busy host, whose scheduling noise widens that tail
+    e2e = next(c for c in doc["cells"] if c["metric"] == "e2e" and c["stat"] == "p50" and c["scope"] == "overall")
+    assert e2e["verdict"] == "regression" and e2e["ci"][0] > 0.1, e2e
     (objective,) = doc["objectives"]  # from the bench's own config, found beside the results file
     assert objective["what"] == "p95 ttft" and objective["threshold"] == 1.0
     md = (tmp_path / "r" / "report.md").read_text()
     html = (tmp_path / "r" / "report.html").read_text()
-    shown = f"{p95['delta'] * 100:+.1f} %"
+    shown = f"{e2e['delta'] * 100:+.1f} %"
     assert shown in md and shown in html
     assert "<" not in md.replace("<redacted>", "")  # a PR comment: no HTML
     assert "<script" not in html and "http://" not in html.replace("http://www.w3.org/2000/svg", "")
