@@ -34,6 +34,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from sloguard.bench.header import digest
+from sloguard.bench.judge import wilson
 from sloguard.reports.bench import side_from_records
 from sloguard.reports.cells import overall
 from sloguard.reports.regression import Settings, compare
@@ -116,6 +117,12 @@ def run(scenario: str, n: int, pairs: int, pool: ProcessPoolExecutor) -> dict[st
             "power_p95": sum(p for _, p in reg) / pairs, "seconds": time.perf_counter() - start}
 
 
+def share(p: float, n: int) -> str:
+    """Return a share with its two-sided 95 % Wilson interval, e.g. '2.0 % [0.6, 7.0]'."""
+    lo, hi = wilson(p, n, 1.96)
+    return f"{p:.1%} [{lo * 100:.1f}, {hi * 100:.1f}]"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scenario", action="append", choices=SCENARIOS, help="default: all")
@@ -128,15 +135,15 @@ def main() -> None:
     print(f"default sample size: {DEFAULT_REQUESTS} requests per side; at the probe's default interval "
           f"({PROBE_INTERVAL_S:g} s) {DEFAULT_REQUESTS * PROBE_INTERVAL_S / 3600:.1f} h per side; in a bench run at "
           f"concurrency 8 on the simulator ({rate:.1f} req/s) {DEFAULT_REQUESTS / rate:.0f} s per side")
-    print("| scenario | requests per side | pairs | A/A: verdict regression | A/A: any flag | 10 %: verdict "
-          "regression | 10 %: p95 TTFT flagged | run time |")
+    print("| scenario | requests per side | pairs | A/A: verdict regression [95 % CI] | A/A: any flag | 10 %: "
+          "verdict regression (power) | 10 %: p95 TTFT cell flagged | run time |")
     print("|---|---|---|---|---|---|---|---|")
     with ProcessPoolExecutor(args.workers) as pool:
         for scenario in args.scenario or SCENARIOS:
             for n in sizes:
                 r = run(scenario, n, args.pairs, pool)
-                print(f"| {scenario} | {n} | {r['pairs']} | {r['aa_regression']:.1%} | {r['aa_any']:.1%} | "
-                      f"{r['power_report']:.1%} | {r['power_p95']:.1%} | {r['seconds']:.0f} s |", flush=True)
+                shares = (share(r[k], r["pairs"]) for k in ("aa_regression", "aa_any", "power_report", "power_p95"))
+                print(f"| {scenario} | {n} | {r['pairs']} | {' | '.join(shares)} | {r['seconds']:.0f} s |", flush=True)
 
 
 if __name__ == "__main__":
