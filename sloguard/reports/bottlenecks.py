@@ -94,7 +94,7 @@ def bottlenecks(cells: Sequence[Cell], verdicts: Sequence[Mapping[str, Any]] = (
     measured = {c.metric.removeprefix("stage:") for c in cells if c.kind == "stage"}
     if not measured and not verdicts:
         return {"available": False, "reason": "no per-request stage times in these inputs and no diagnosis "
-                "verdicts (the daemon's are included in its automatic reports and with --daemon)"}
+                "verdicts (the daemon adds its own to its automatic reports; else --diagnosis FILE)"}
     items = _daemon_items(verdicts)
     for g in grown:
         causes = "; ".join(f"{c['cause']} (lever: {c['lever']}; tell apart by {', '.join(c['signals'])})"
