@@ -103,6 +103,7 @@ class ProbeResult:
     # Time to the response head (t0 → status line arrived): network both ways + the server's HTTP front
     # until it answers; per request, never negative (README "Exact definitions", network stage).
     head_s: float | None = None
+    release: str = ""  # the target's release identity when this result was taken (sloguard.reports.identity)
     # Live only (never stored, kept last): this request's per-token ITL gaps counted per histogram bucket
     # (sloguard.probes.timing.ITL_BUCKETS, +Inf last) and their sum; bounded whatever the stream's length.
     itl_counts: tuple[int, ...] = ()

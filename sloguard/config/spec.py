@@ -77,6 +77,10 @@ class TargetSpec(SecretSource):
         default=None, pattern=r"^(https?://|file://).+",
         description="an NVIDIA dcgm-exporter /metrics URL for the GPUs serving this target; its DCGM_FI_* fields "
                     "become the same sloguard_gpu_* series as NVML's, labelled with this target")
+    labels: dict[Annotated[str, Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]{0,62}$")], str] = Field(
+        default_factory=dict,
+        description="release labels recorded with every probe result (e.g. release: v0.11); a change is a "
+                    "release boundary and starts a before/after report (see `reports`)")
 
     @model_validator(mode="after")
     def _scrapeable(self) -> TargetSpec:
@@ -314,6 +318,21 @@ class DiagnoseSpec(Strict):
                                            "process cold start it explains a breach")
 
 
+class ReportsSpec(Strict):
+    enabled: bool = Field(default=True, description="record release boundaries and report before/after each")
+    after: PositiveDuration = Field(default=3600.0, description="soak after a release boundary before its report")
+    min_requests: int = Field(default=200, ge=20, description="probe results each side needs before the report "
+                              "is made (it waits up to max_wait for them)")
+    max_wait: PositiveDuration = Field(default=86400.0, description="make the report after this long even with "
+                                       "fewer than min_requests (as long as each side has 20 successes)")
+    baseline: PositiveDuration = Field(default=86400.0, description="how far before the boundary the baseline "
+                                       "reaches (the previous release's results only)")
+    warmup: Duration = Field(default=0.0, ge=0, description="results right after the boundary left out")
+    identity_interval: PositiveDuration = Field(default=60.0, description="how often each target's identity "
+                                                "(engine version, served models) is read")
+    keep: int = Field(default=50, ge=1, description="reports kept under state_dir/reports (oldest deleted)")
+
+
 class Config(Strict):
     version: Literal["sloguard/v1"]
     listen: str = Field(default=":9478", pattern=r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]*):\d{1,5}$")
@@ -331,3 +350,4 @@ class Config(Strict):
     builtin_alerts: bool = True
     traces: TracesSpec = Field(default_factory=TracesSpec)
     diagnose: DiagnoseSpec = Field(default_factory=DiagnoseSpec)
+    reports: ReportsSpec = Field(default_factory=ReportsSpec)

@@ -9,7 +9,7 @@ import sys
 
 from sloguard.exporter.listen import describe
 from sloguard.sim.server import start
-from sloguard.sim.simulator import DEFAULT_BACKGROUND_RPS, DEFAULT_MODEL
+from sloguard.sim.simulator import DEFAULT_BACKGROUND_RPS, DEFAULT_ENGINE_VERSION, DEFAULT_MODEL
 
 
 def _listen(value: str) -> tuple[str, int]:
@@ -39,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--spec-tokens", type=int, default=0,
                     help="export vLLM's speculative-decoding counters for drafts of this many tokens (0: off)")
     ap.add_argument("--otlp-schedule-delay-ms", type=int, default=200, help="span batch delay (vLLM: 5000)")
+    ap.add_argument("--engine-version", default=None,
+                    help=f"what GET /version answers (default {DEFAULT_ENGINE_VERSION}): a release identity")
     return ap
 
 
@@ -50,7 +52,8 @@ async def serve(args: argparse.Namespace) -> int:
                                 otlp_traces_endpoint=args.otlp_traces_endpoint,
                                 otlp_schedule_delay_ms=args.otlp_schedule_delay_ms,
                                 per_request_metrics=args.enable_per_request_metrics,
-                                max_model_len=args.max_model_len, spec_tokens=args.spec_tokens)
+                                max_model_len=args.max_model_len, spec_tokens=args.spec_tokens,
+                                engine_version=args.engine_version)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -8,6 +8,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from sloguard import __version__
 from sloguard.sim import effects
 from sloguard.sim import faults as faults_mod
 from sloguard.sim.cpuburn import CPUBurner
@@ -22,6 +23,7 @@ from sloguard.sim.wire import MAX_MODEL_LEN, GenParams
 DEFAULT_MODEL = "sim-llama-3-8b"
 REQUEST_LOG_SIZE = 10_000
 DEFAULT_BACKGROUND_RPS = 2.0
+DEFAULT_ENGINE_VERSION = f"sloguard-sim-{__version__}"  # what GET /version answers unless told
 
 
 class Simulator:
@@ -49,6 +51,7 @@ class Simulator:
         self.tracer: Any = None  # sim.tracing.SimTracer when spans are exported (`--otlp-traces-endpoint`)
         self.per_request_metrics = False  # vLLM's --enable-per-request-metrics: `metrics` in the usage chunk
         self.max_model_len = MAX_MODEL_LEN  # vLLM's --max-model-len: longer requests get a 400 (or a fault)
+        self.engine_version = DEFAULT_ENGINE_VERSION  # what GET /version answers
         self.burner = CPUBurner()  # the cpu_burn fault's GIL-holding neighbour thread
         self.warm_until = 0.0  # after an engine restart: steps run slower until then (sim.effects)
         self.restarts = 0

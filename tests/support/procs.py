@@ -199,8 +199,8 @@ def prom_binary() -> str:
 
 @contextmanager
 def prometheus(tmp: Path, scrape_port: int, rule_files: tuple[Path, ...] = (), interval: str = "1s",
-               ) -> Iterator[Proc]:
-    """Run a real Prometheus scraping 127.0.0.1:scrape_port every `interval`."""
+               more_ports: tuple[int, ...] = ()) -> Iterator[Proc]:
+    """Run a real Prometheus scraping 127.0.0.1:scrape_port (and `more_ports`) every `interval`."""
     port = free_port()
     rules = "\n".join(f"  - {p}" for p in rule_files)
     cfg = tmp / f"prometheus-{port}.yml"
@@ -211,7 +211,7 @@ rule_files:
 {rules or '  []'}
 scrape_configs:
   - job_name: sloguard
-    static_configs: [{{targets: ["127.0.0.1:{scrape_port}"]}}]
+    static_configs: [{{targets: [{", ".join(f'"127.0.0.1:{p}"' for p in (scrape_port, *more_ports))}]}}]
 """.replace("rule_files:\n  []", "rule_files: []"))
     proc = _spawn([prom_binary(), f"--config.file={cfg}", f"--storage.tsdb.path={tmp / f'tsdb-{port}'}",
                    f"--web.listen-address=127.0.0.1:{port}", "--web.enable-lifecycle"], tmp / f"prom-{port}.log", port)
