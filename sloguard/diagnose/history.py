@@ -6,6 +6,7 @@ Every method takes `now` from its caller (the daemon's injected clock), so tests
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -99,6 +100,18 @@ class Series:
         """Return the largest of a gauge's values inside the window, or None without any."""
         inside = [v for ts, v in self._points.get(key, ()) if now - window < ts <= now]
         return max(inside) if inside else None
+
+    def quantile(self, key: str, q: float, window: float, now: float) -> float | None:
+        """Return the q-quantile (nearest rank) of a gauge's values inside the window, or None without any.
+
+        The high quantile of the scrapes, not their mean: at q = 0.9 it is at least x when x was reached at 10%
+        of the window's scrapes, so a state that just began (or dips at some scrapes) shows within a tenth of
+        the window, and one scrape cannot set it.
+        """
+        inside = sorted(v for ts, v in self._points.get(key, ()) if now - window < ts <= now)
+        if not inside:
+            return None
+        return inside[min(len(inside) - 1, max(0, math.ceil(q * len(inside)) - 1))]
 
     def forget(self, keep: Iterable[str]) -> None:
         """Drop the series whose key is not in `keep` (removed targets, processes)."""
