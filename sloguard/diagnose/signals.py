@@ -49,26 +49,27 @@ class ServerLike(Protocol):
 
 
 def _prompt_length(series: Series, server: ServerLike, target: str, names: Collection[str],
-                   finished: Collection[str], window: float, now: float) -> tuple[str, float] | None:
-    """Return ("prompt_tokens_p90", p90) or ("prompt_tokens_per_request", mean) over the window.
+                   finished: Collection[str], window: float, now: float) -> dict[str, float]:
+    """Return prompt_tokens_per_request (mean) and, from a histogram, prompt_tokens_p90 over the window.
 
-    The p90 of the engine's per-request prompt-length histogram where it has one (vLLM `request_prompt_tokens`):
-    the mean of a heavy-tailed mix moves with two or three long prompts (a burst, not a shift) and is diluted by
-    short ones that did not change (the probes'), while the p90 moves only when ≥ 10% of the window's requests
-    got longer. Else the mean, prompt-token counter ÷ requests started: prompt tokens count when a
-    request's prefill is done, finished requests when it ends, so the requests in between (the running
-    count's growth) started too, or a surge would read as longer prompts.
+    From the engine's per-request prompt-length histogram where it has one (vLLM `request_prompt_tokens`:
+    observed at finish, exact): its mean and its p90. The mean of a heavy-tailed mix moves with two or three
+    long prompts (a burst, not a shift); the p90 moves only when ≥ 10% of the window's requests got longer, but
+    jumps a bucket when fewer short requests finish (probes that time out): the rule asks both to rise.
+    Else prompt-token counter ÷ requests started: prompt tokens count when a request's prefill is done,
+    finished requests when it ends, so the requests in between (the running count's growth) started too, or
+    a surge would read as longer prompts.
     """
     h = server.histogram(target, None, "prompt_length", window, now)
     if h is not None and h.count > 0:
         p90 = histo.quantile(PROMPT_Q, h)
-        return None if p90 is None else ("prompt_tokens_p90", p90)
+        return {"prompt_tokens_per_request": h.sum / h.count} | ({} if p90 is None else {"prompt_tokens_p90": p90})
     done = server.increase(target, finished, window, now) if finished else None
     prompts = server.increase(target, ("prompt_tokens",), window, now) if "prompt_tokens" in names else None
     if done is None or prompts is None:
-        return None
+        return {}
     started = done[0] + (series.change(f"{target}/requests_running", window, now) or 0.0)
-    return ("prompt_tokens_per_request", prompts[0] / started) if started > 0 else None
+    return {"prompt_tokens_per_request": prompts[0] / started} if started > 0 else {}
 
 
 def record_engine(series: Series, server: ServerLike, target: str) -> None:
@@ -106,9 +107,7 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
     done = server.increase(target, finished, window, now) if finished else None
     if done is not None and done[1] > 0:
         out["request_rate"] = done[0] / done[1]
-    length = _prompt_length(series, server, target, names, finished, window, now)
-    if length is not None:
-        out[length[0]] = length[1]
+    out |= _prompt_length(series, server, target, names, finished, window, now)
     hits = server.increase(target, ("prefix_cache_hits",), window, now)
     queries = server.increase(target, ("prefix_cache_queries",), window, now)
     if hits is not None and queries is not None and queries[0] > 0:

@@ -105,7 +105,7 @@ def test_prompt_length_is_the_histogram_p90(short: int, long: int, p90_at_most: 
     server.add(_prompts(0.0, 0, 0))
     server.add(_prompts(20.0, short, long))
     sig = engine_signals(series, server, "t", window=20.0, hold=60.0, now=20.0)
-    assert "prompt_tokens_per_request" not in sig  # the mean only for engines without the histogram
+    assert sig["prompt_tokens_per_request"] == pytest.approx((short * 128.0 + long * 8000.0) / (short + long))
     assert p90_at_least <= sig["prompt_tokens_p90"] <= p90_at_most
 
 

@@ -59,11 +59,11 @@ CASES = [
     ("kv full and requests wait for blocks", _inputs(stages=QUEUED, signals={"kv_cache_usage_p90": 0.96,
                                                                           "requests_waiting": 12.0}),
      "queue", "kv_cache_pressure"),
-    ("long prompts", _inputs(stages=PREFILL, signals={"prompt_tokens_per_request": 1600.0}), "prefill",
-     "long_prompts"),
-    ("long prompts queue behind long prefills", _inputs(stages=QUEUED, signals={"prompt_tokens_per_request": 1600.0,
-                                                                              "requests_waiting": 3.0}),
-     "queue", "long_prompts"),
+    ("long prompts", _inputs(stages=PREFILL, signals={"prompt_tokens_per_request": 1600.0,
+                                                      "prompt_tokens_p90": 4000.0}), "prefill", "long_prompts"),
+    ("long prompts queue behind long prefills (engine without a prompt histogram)", _inputs(
+        stages=QUEUED, signals={"prompt_tokens_per_request": 1600.0, "requests_waiting": 3.0},
+        drop=("prompt_tokens_p90",)), "queue", "long_prompts"),
     ("gpu throttled", _inputs((TPOT,), SLOW_DECODE, {"gpu_throttle_reasons": 2.0, "gpu_sm_clock_ratio": 0.5}),
      "decode", "gpu_throttled"),
     ("throttle reason with full clocks is no throttling", _inputs((TPOT,), SLOW_DECODE, {"gpu_throttle_reasons": 1.0}),
@@ -114,14 +114,18 @@ CASES = [
         "requests_waiting": 9.0}), "queue", "kv_cache_pressure"),
     ("kv mean high but never full (p90 below 0.85)", _inputs(stages=QUEUED, signals={
         "kv_cache_usage_ratio": 0.86, "kv_cache_usage_p90": 0.84, "requests_waiting": 9.0}), "queue", "capacity"),
-    # long prompts from the engine's prompt-length histogram: its p90, not the mean a burst or the probes move
-    ("long prompts at p90 (mean not available)", _inputs((TPOT,), SLOW_DECODE, {"prompt_tokens_p90": 4000.0,
-                                                                             "request_rate": 3.5},
-                                                         drop=("prompt_tokens_per_request",)),
+    # long prompts: the mean and (from the engine's prompt-length histogram) the p90 both rose
+    ("long prompts slow decoding", _inputs((TPOT,), SLOW_DECODE, {"prompt_tokens_per_request": 1600.0,
+                                                                  "prompt_tokens_p90": 4000.0, "request_rate": 3.5}),
      "decode", "long_prompts"),
-    ("p90 prompt unchanged: a burst is not long prompts", _inputs((TPOT,), SLOW_DECODE, {"prompt_tokens_p90": 1100.0},
-                                                                drop=("prompt_tokens_per_request",)),
-     "decode", "unknown"),
+    ("a burst moves the mean, not the p90: not long prompts", _inputs((TPOT,), SLOW_DECODE, {
+        "prompt_tokens_per_request": 1000.0, "prompt_tokens_p90": 1100.0}), "decode", "unknown"),
+    ("fewer short requests finish: the p90 jumps, the mean does not", _inputs(stages=QUEUED, signals={
+        "prompt_tokens_per_request": 700.0, "prompt_tokens_p90": 2500.0, "kv_cache_usage_p90": 0.97,
+        "preemptions_per_second": 0.3, "requests_waiting": 9.0}), "queue", "kv_cache_pressure"),
+    ("long prompts that fill the KV cache are long prompts", _inputs(stages=QUEUED, signals={
+        "prompt_tokens_per_request": 1600.0, "prompt_tokens_p90": 4000.0, "kv_cache_usage_p90": 0.97,
+        "preemptions_per_second": 0.3, "requests_waiting": 9.0}), "queue", "long_prompts"),
 ]
 
 
