@@ -72,6 +72,7 @@ class Lane:
     causes: list[tuple[float, str, str]] = field(default_factory=list)  # (t since injection, stage, cause)
     breach_t: float | None = None
     summary: str = ""
+    why: list[tuple[float, str]] = field(default_factory=list)  # (t, lever) whenever an unknown's lever changes
 
     @property
     def expected(self) -> str:
@@ -149,6 +150,8 @@ def _observe(lanes: list[Lane], base: str, t0: float, observe: float) -> None:
             slo = by.get(lane.name) or {}
             d = slo.get("diagnosis") or {}
             cause, stage = d.get("cause", "none"), d.get("stage", "none")
+            if cause == "unknown" and (not lane.why or lane.why[-1][1] != d.get("lever", "")):
+                lane.why.append((round(t, 1), d.get("lever", "")))
             if not lane.causes or lane.causes[-1][2] != cause:
                 lane.causes.append((t, stage, cause))
                 if cause not in ("none", "unknown") and not lane.summary:
@@ -240,6 +243,12 @@ def report(lanes: list[Lane]) -> None:
     wrong = [lane for lane in lanes if verdict_of(lane) != (lane.expected if lane.fault else "none/unknown")]
     for lane in wrong:
         print(f"  WRONG {lane.name} ({lane.fault or 'healthy'}): {lane.causes}")
+    print("\nwhy unknown (after injection), faulted runs whose right verdict came > 2 intervals after the breach:")
+    for lane in faulted:
+        ttv = next((t for t, _, c in lane.causes if t >= 0 and c == lane.expected), None)
+        if lane.breach_t is not None and (ttv is None or ttv - lane.breach_t > 2 * EVAL_S):
+            print(f"  {lane.name}: breach {lane.breach_t:.1f}s, verdict {ttv}: "
+                  f"{[w for w in lane.why if w[0] >= 0][:8]}")
 
 
 def cost(slos: int = 20, hours: float = 1.0) -> None:

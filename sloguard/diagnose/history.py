@@ -16,11 +16,17 @@ MAX_POINTS = 720  # values kept per key (the last 720 healthy evaluations: 3 h a
 
 
 class Baselines:
-    """Per key, the values seen at healthy evaluations within `horizon` (the last MAX_POINTS); baseline = median."""
+    """Per key, the values seen at healthy evaluations within `horizon` (the last MAX_POINTS); baseline = median.
 
-    def __init__(self, horizon: float, min_points: int = MIN_POINTS) -> None:
+    Each value summarises the diagnosis window, so values from evaluations less than a window apart share most
+    of their data: a baseline is used once its values span `min_span` (the service passes the window), i.e.
+    once it rests on at least two windows with no request in common, not on one window read 8 times.
+    """
+
+    def __init__(self, horizon: float, min_points: int = MIN_POINTS, min_span: float = 0.0) -> None:
         self.horizon = horizon
         self.min_points = min_points
+        self.min_span = min_span
         self._points: dict[str, deque[tuple[float, float]]] = {}
 
     def record(self, now: float, values: Mapping[str, float]) -> None:
@@ -33,9 +39,9 @@ class Baselines:
                 points.popleft()
 
     def get(self, key: str) -> float | None:
-        """Return the key's baseline, or None before `min_points` healthy values exist."""
+        """Return the key's baseline, or None before `min_points` healthy values spanning `min_span` exist."""
         points = self._points.get(key)
-        if points is None or len(points) < self.min_points:
+        if points is None or len(points) < self.min_points or points[-1][0] - points[0][0] < self.min_span:
             return None
         return float(statistics.median(v for _, v in points))
 

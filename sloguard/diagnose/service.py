@@ -56,7 +56,7 @@ class Diagnoser:
         names = {s.name for s in cfg.slos}
         self._baselines = {n: b for n, b in self._baselines.items() if n in names}
         for b in self._baselines.values():
-            b.horizon = spec.baseline
+            b.horizon, b.min_span = spec.baseline, spec.window
         self._horizon = spec.baseline
         self.verdicts = {n: v for n, v in self.verdicts.items() if n in names}
         self._confirm.forget(names)
@@ -104,7 +104,7 @@ class Diagnoser:
         if "network" in sources:
             sig["network_measured"] = 1.0 if sources["network"] == "request" else 0.0
         found_breaches = inputs.breaches(st, q)
-        base = self._baselines.setdefault(slo.name, Baselines(self._horizon))
+        base = self._baselines.setdefault(slo.name, Baselines(self._horizon, min_span=self.window))
         at = max(found_breaches, key=lambda b: b.severity).quantile if found_breaches else 0.95
         learned = base.all()
         readings = inputs.readings(q, sources, at, learned, slo.budgets)

@@ -21,6 +21,16 @@ def test_baseline_is_the_median_of_healthy_values_within_the_horizon() -> None:
     assert b.get("queue@0.95") is None and b.all() == {}
 
 
+def test_a_baseline_rests_on_values_that_span_a_window() -> None:
+    """Ten evaluations one second apart over a 20 s window are one window read ten times, not ten samples."""
+    b = Baselines(horizon=600.0, min_span=20.0)
+    for t in range(10):
+        b.record(float(t), {"prompt_tokens_p90": 400.0})
+    assert b.get("prompt_tokens_p90") is None and b.all() == {}
+    b.record(20.0, {"prompt_tokens_p90": 500.0})
+    assert b.get("prompt_tokens_p90") == 400.0
+
+
 @pytest.mark.parametrize(("values", "increase"), [
     ([1.0, 2.0, 4.0], 3.0),
     ([5.0, 7.0, 2.0, 3.0], 2.0 + 2.0 + 1.0),  # a counter that went down restarted: its new value counts
