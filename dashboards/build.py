@@ -175,6 +175,16 @@ LATENCY = Dashboard("sloguard-latency-breakdown", "sloguard / Latency breakdown"
     Panel("Server TTFT and TPOT p95", "timeseries", (_server("ttft"), _server("tpot"), _server("itl"))),
     Panel("TTFT p95 by prompt-length bucket", "timeseries", _by_bucket("ttft")),
     Panel("E2E p95 by prompt-length bucket", "timeseries", _by_bucket("e2e")),
+    _row("Stage budgets and owners"),
+    Panel("Stage budget breach", "timeseries", (
+          Query(f"sloguard_stage_budget_breach_ratio{{{SEL_SLO}}}", "breach {{slo}} {{stage}} ({{window}})"),
+          Query(f"sloguard_stage_budget_evidence_ratio{{{SEL_SLO}}}", "evidence {{slo}} {{stage}}")), "x", width=16,
+          description="Breach = stage p95 / budget over the budget's alert window while the requests over budget "
+          "pass the burn alerts' evidence guard (evidence > 1), else at most 1; SloguardStageBudgetOverrun fires "
+          "above 1 for the budget's `for`."),
+    Panel("Stage owners", "table", (Query(f"sloguard_stage_budget_owner_info{{{SEL_SLO}}}",
+          "{{slo}} {{stage}} {{owner}}"),), "none", width=8,
+          description="Who fixes each budgeted stage: the `owner` label its alert carries for routing."),
     _row("Where the time goes and why (bottleneck verdict)"),
     Panel("Verdict history", "state-timeline", (Query(
           f"sloguard_bottleneck_info{{{SEL_SLO}}} == 1", "{{slo}}: {{stage}} / {{cause}}"),), "none", width=24,
@@ -237,6 +247,44 @@ GPU_SERVING = Dashboard("sloguard-gpu-serving", "sloguard / GPU and serving heal
     Panel("Prefix cache hit ratio", "timeseries", (Query(
           f'sloguard_server_prefix_cache_hit_ratio{{{SEL_PROBE},window="1m"}}', "{{target}}"),),
           "percentunit", width=8),
+    _row("Guardrails"),
+    Panel("Prefix-cache hit ratio vs guardrail", "timeseries", (
+          Query(f'sloguard_server_prefix_cache_hit_ratio{{{SEL_PROBE},window="5m"}}', "{{target}} {{model}}"),
+          Query('sloguard_guardrail_threshold{target=~"$target",guardrail="prefix_cache_hit_ratio"}',
+                "alert below {{target}}")), "percentunit", width=8,
+          description="Prefix-cache hits / queried prompt tokens over 5m; the guardrail alerts below its "
+          "threshold (0.6 by default) when enabled on the target."),
+    Panel("Speculative decoding", "timeseries", (
+          Query(f'sloguard_server_spec_decode_acceptance_ratio{{{SEL_PROBE},window="5m"}}',
+                "accepted / draft tokens {{target}}"),
+          Query(f'sloguard_server_spec_decode_acceptance_length{{{SEL_PROBE},window="5m"}} / 10',
+                "tokens per draft step / 10 {{target}}")), "percentunit", width=8,
+          description="Acceptance below 0.5 means the draft model is too different; the acceptance length "
+          "(accepted + the bonus token per step, shown / 10) near 1 means no speed-up."),
+    Panel("GPU busy vs queue", "timeseries", (
+          Query('sloguard_server_gpu_activity_ratio{target=~"$target"}', "GPU activity {{target}} ({{source}})"),
+          Query('sloguard_server_busy_gpu_empty_queue_ratio{target=~"$target"}', "busy GPU, empty queue {{target}}"),
+          Query('sloguard_server_idle_gpu_deep_queue_ratio{target=~"$target"}', "idle GPU, deep queue {{target}}")),
+          "percentunit", requires="gpu", width=8,
+          description="Share of the window's evaluations in each contradiction: a busy GPU with nothing waiting "
+          "(batching misconfiguration), an idle GPU with requests waiting (a stuck scheduler)."),
+    Panel("Abort propagation: time to release", "timeseries", (
+          Query('sloguard_check_seconds{check="abort",target=~"$target"}', "released after {{probe}}"),
+          Query('sloguard_check_bound_seconds{check="abort",target=~"$target"}', "allowed {{probe}}")), width=8,
+          description="From the client hanging up after the first token to the engine showing the request gone "
+          "(its abort count or running gauge); for a leak, the time watched."),
+    Panel("Oversized prompts: time to answer", "timeseries", (
+          Query('sloguard_check_seconds{check="oversized_prompt",target=~"$target"}', "answered after {{probe}}"),
+          Query('sloguard_check_bound_seconds{check="oversized_prompt",target=~"$target"}', "allowed {{probe}}"),
+          Query('sloguard_check_status_code{check="oversized_prompt",target=~"$target"} / 1000',
+                "HTTP status / 1000 {{probe}}")), width=8,
+          description="A prompt over the context length should get a 4xx (0.4 here) fast; 0.2 is a 200 "
+          "(accepted or silently truncated)."),
+    Panel("Check outcomes (1h)", "table", (Query(
+          'sum by (probe, check, outcome) (increase(sloguard_check_runs_total{target=~"$target"}[1h])) > 0',
+          "{{probe}} {{outcome}}"),), "none", width=8,
+          description="released / rejected pass; leaked, slow_release, accepted, truncated, hung, server_error, "
+          "slow_reject fail; error means the check could not be made."),
     Panel("Sources up", "timeseries", (Query('sloguard_source_up{target=~"$target|"}', "{{source}} {{target}}"),),
           "none", width=8),
     Panel("Source run duration", "timeseries", (Query('sloguard_source_duration_seconds{target=~"$target|"}',

@@ -25,6 +25,7 @@ DELEGATED: dict[str, tuple[str, str]] = {
     "sim": ("sloguard.sim.cli", "run the built-in inference-server simulator"),
     "canary": ("sloguard.gpu.canary_cli", "run the GPU canary once"),
     "demo": ("sloguard.demo", "run the simulator and the daemon and show live SLO status"),
+    "report": ("sloguard.reports.cli", "compare a candidate release with a baseline (regression report)"),
     "bench": ("sloguard.bench.cli", "load a target, judge it by its SLOs, find the max load at SLO"),
     "status": ("sloguard.diagnose.status_cli", "print every SLO's state and bottleneck verdict from a running daemon"),
 }

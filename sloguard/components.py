@@ -118,12 +118,26 @@ def _canary_sources(cfg: Config, secrets: Secrets, clock: Clock) -> list[Planned
              lambda: CanarySource(cfg.gpu.canary, Path(cfg.state_dir), clock=clock))]
 
 
+def _identity_sources(cfg: Config, secrets: Secrets, clock: Clock) -> list[Planned]:
+    if not cfg.reports.enabled:
+        return []
+    from sloguard.reports.identity import IdentitySource
+
+    # keyed without the labels: a label change is a release boundary, not a reason to restart the reader
+    return [(_key("identity", t.name, t.api_url, t.engine, cfg.reports.identity_interval,
+                  _secret_digest(secrets.targets.get(t.name))),
+             lambda t=t: IdentitySource(t.name, t.api_url or "", t.engine,  # type: ignore[misc]
+                                        secrets.targets.get(t.name), cfg.reports.identity_interval))
+            for t in cfg.targets if t.api_url]
+
+
 # The SOURCES table: a new source kind is one builder here.
 SOURCES: dict[str, SourceBuilder] = {
     "scrape": _scrape_sources,
     "nvml": _nvml_sources,
     "host": _host_sources,
     "canary": _canary_sources,
+    "identity": _identity_sources,
     "dcgm": _dcgm_sources,
 }
 

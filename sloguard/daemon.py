@@ -30,12 +30,15 @@ from sloguard.exporter.selfmetrics import SelfState, self_families
 from sloguard.exporter.server import Endpoints, start_server
 from sloguard.exporter.snapshot import Snapshot
 from sloguard.exporter.webconfig import load_web_config
+from sloguard.guardrails.server import GuardSignals
+from sloguard.guardrails.stagebudget import StageBudgets
 from sloguard.log import setup_logging
 from sloguard.model import Sample, ServerView
 from sloguard.notify import Notifier
 from sloguard.persistence import Persistence
 from sloguard.probes import jobs_from_config
 from sloguard.probes.feed import ProbeFeed
+from sloguard.reports.service import ReleaseReports
 from sloguard.slo.engine import SLOEngine
 from sloguard.slo.model import slos_from_config
 from sloguard.sources.base import Source, SourceOutput
@@ -96,8 +99,9 @@ class Daemon:
             "slos": lambda: self.diagnosis.decorate(self.slo.api_json(self.statuses)),
             "probes": lambda: self.probes.history.snapshot(),
             "alerts": lambda: self.alerting.debug_json(),
+            "releases": lambda: self.reports.api_json(),
         }, degraded=self.persist.degraded,
-            query_providers={"probes": lambda query: self.probes.history.page(query)})
+            query_providers={"probes": lambda query: self.probes.history.page(query)}, results=self._results)
         self.http, self.port = await start_server(ep, web_config, self.listen_override or cfg.listen)
         slos = slos_from_config(cfg)
         self.slo = SLOEngine(slos, self.clock)
@@ -106,6 +110,8 @@ class Daemon:
         # History only as long as a server-side SLO needs it: each series keeps thinned snapshots.
         self.server_windows = ServerWindows(max_age=server_horizon(slos))
         self.buckets = BucketAdvisor()
+        self.guard = GuardSignals(cfg)  # guardrail signals: spec decoding, GPU/queue contradictions
+        self.stage_budgets = StageBudgets(cfg)  # stage p95 over budget, with the burn alerts' evidence guard
         self.probes = ProbeFeed(jobs_from_config(cfg, secrets.targets), cfg.probe_settings.history_size)
         self.diagnosis = Diagnoser(cfg)  # where the time goes and why, per SLO, after each evaluation
         # Values a rule can read continue across a restart: last success (and its age) come from the store.
@@ -115,6 +121,7 @@ class Daemon:
         self.probes.start()
         # Restored alerts whose series are not collected yet are held, not resolved (no re-page on restart).
         self.alerting = Alerting(cfg, self.persist, self.clock, secrets.notifiers, startup_grace=startup_grace(cfg))
+        self.reports = self._release_reports(cfg)
         self.runner = SourceRunner(self.snapshot, self._on_output, self.clock)
         self.sources = sources
         self.runner.start(list(sources.values()))
@@ -136,6 +143,28 @@ class Daemon:
         if isinstance(out.payload, ServerView):
             self.server_windows.add(out.payload)
             self.buckets.check(out.payload, self.slo.slos)
+            self.guard.add(out.payload)
+        self.reports.on_output(out.payload, self.clock.now())
+
+    def _release_reports(self, cfg: Config) -> ReleaseReports:
+        """Release identities, boundaries and the automatic before/after reports (sloguard.reports)."""
+        from sloguard.reports.storeslice import count
+
+        reports = ReleaseReports(cfg, self.config_path, self.persist, self.alerting, self.clock.now(),
+                                 lambda rid, target, t0, t1: count(self.cfg.state_dir, rid, target, t0, t1))
+        reports.verdicts_of = self._verdicts_of
+        return reports
+
+    def _verdicts_of(self, target: str) -> list[dict[str, Any]]:
+        """Return the current bottleneck verdict of each SLO of a target (for its release report)."""
+        names = [s.name for s in self.slo.slos if s.target == target]
+        return [{"slo": n, **v} for n in names if (v := self.diagnosis.json(n)) is not None]
+
+    def _results(self, spec: str) -> Any:
+        """Stream a store slice as JSON lines for `sloguard report --daemon` (DataError for a bad slice)."""
+        from sloguard.reports.storeslice import stream
+
+        return stream(self.cfg.state_dir, spec)
 
     async def _loop(self, interval: float, step: Any, first: float | None = None) -> None:
         await asyncio.sleep(interval if first is None else first)
@@ -172,7 +201,7 @@ class Daemon:
 
     def drain_probes(self) -> None:
         """Move probe results into the SLO windows, then hand them to the store (which may fail: they wait)."""
-        results = self.records.finalise(self.probes.drain(supervise=not self.stopping.is_set()))
+        results = self.reports.stamp(self.records.finalise(self.probes.drain(supervise=not self.stopping.is_set())))
         if results:
             self.slo.add_probe_results(results)
         self.persist.add_probe_results(results)  # never raises for the store; retries a failed one
@@ -185,10 +214,19 @@ class Daemon:
         self.drain_probes()
         self.statuses = self.slo.evaluate(now, self.server_windows)
         self.snapshot.put("slo", self.slo.families(self.statuses))
+        windows = {s.name: self.slo.windows(s.name)[""] for s in self.slo.slos}
+        self.stage_budgets.evaluate(self.slo.slos, windows, self.server_windows, now)
+        self.snapshot.put("stage_budgets", self.stage_budgets.families())
         self.snapshot.put("server", self.server_windows.families(now))
         self.snapshot.put("probes", self.probes.metrics.families(now))
+        self.snapshot.put("checks", self.probes.checks.families())
         self.snapshot.put("traces", self.records.families())
         self.snapshot.put("store", self.persist.families())  # before the rules: SloguardStoreDown reads it
+        gpu = [Sample(s.name, s.labels, s.value) for fam in self.snapshot.families()
+               if fam.name.startswith("sloguard_gpu_") for s in fam.samples]
+        self.snapshot.put("guard", self.guard.families(now, self.server_windows, gpu))
+        self.reports.tick(now)
+        self.snapshot.put("releases", self.reports.families())
         samples = self.snapshot.samples()
         self.diagnosis.step(now, self.statuses, self.slo, self.server_windows, samples)
         verdicts = self.diagnosis.families()
@@ -248,6 +286,9 @@ class Daemon:
         self.sources = sources
         self.probes.update(jobs)
         self.records.reconfigure(cfg, slos)
+        self.guard.reconfigure(cfg)
+        self.stage_budgets.reconfigure(cfg)
+        self.reports.reconfigure(cfg, self.config_path, self.clock.now())
         self.diagnosis.reconfigure(cfg)
         self.slo.reconfigure(slos, self.persist.history(self.clock.now() - history_horizon(slos)))
         self.server_windows.reconfigure({t.name for t in cfg.targets}, server_horizon(slos), self.clock.now())
@@ -269,6 +310,8 @@ class Daemon:
             self.persist.add_probe_results(held)
         with contextlib.suppress(Exception):
             await self.records.stop()
+        with contextlib.suppress(Exception):
+            await self.reports.close()
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

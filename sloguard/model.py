@@ -8,10 +8,16 @@ from typing import Literal
 
 # Canonical server-side latency signals (sloguard_server_<signal>_seconds) and other engine signals.
 HistogramSignal = Literal["ttft", "itl", "tpot", "e2e", "queue", "prefill", "decode", "inference"]
-GaugeSignal = Literal["requests_running", "requests_waiting", "kv_cache_usage_ratio"]
+GaugeSignal = Literal[
+    "requests_running", "requests_waiting", "kv_cache_usage_ratio",
+    # speculative decoding where an engine reports it as a gauge (SGLang, TensorRT-LLM): sloguard.guardrails
+    "spec_acceptance_ratio", "spec_acceptance_length",
+]
 CounterSignal = Literal[
     "prompt_tokens", "generation_tokens", "prefix_cache_queries", "prefix_cache_hits", "preemptions",
     "requests_finished",
+    # speculative decoding counters (vLLM, TensorRT-LLM, llama.cpp) and a dedicated abort counter (SGLang)
+    "spec_drafts", "spec_draft_tokens", "spec_accepted_tokens", "requests_aborted",
 ]
 
 
@@ -88,9 +94,16 @@ class ProbeResult:
     prefill_s: float | None = None
     server_decode_s: float | None = None
     elapsed_s: float | None = None  # t0 to when the request ended (success, timeout, reset or error)
+    # Guardrail checks (sloguard.guardrails): "" for a latency probe, else the check kind ("abort", "oversized_prompt"),
+    # its outcome (released, leaked, rejected, truncated, ...) and what it measured: seconds from the client's
+    # disconnect to the engine releasing the request, or from sending the oversized prompt to the answer.
+    check_kind: str = ""
+    check_outcome: str = ""
+    check_s: float | None = None
     # Time to the response head (t0 → status line arrived): network both ways + the server's HTTP front
     # until it answers; per request, never negative (README "Exact definitions", network stage).
     head_s: float | None = None
+    release: str = ""  # the target's release identity when this result was taken (sloguard.reports.identity)
     # Live only (never stored, kept last): this request's per-token ITL gaps counted per histogram bucket
     # (sloguard.probes.timing.ITL_BUCKETS, +Inf last) and their sum; bounded whatever the stream's length.
     itl_counts: tuple[int, ...] = ()

@@ -12,6 +12,7 @@ from sloguard.alerts.template import render
 from sloguard.config.spec import AlertSpec, Config
 from sloguard.config.units import format_duration
 from sloguard.gpu.alerts import GPU_ALERTS
+from sloguard.guardrails.alerts import check_rules, guardrail_rules, stage_rules
 from sloguard.slo.burnrate import FALSE_PER_30D, BurnRule, BurnWindow, Z, plan
 from sloguard.slo.model import SLO, Indicator, indicators, slos_from_config
 
@@ -170,14 +171,24 @@ def burn_rules(slo: SLO) -> tuple[Rule, ...]:
 
 def probe_intervals(cfg: Config) -> dict[str, float]:
     """Return each configured probe's interval in seconds (for the stale-probe thresholds)."""
-    return {p.name: p.interval for p in cfg.probes}
+    return {p.name: p.interval for p in cfg.probes if p.kind == "latency"}  # checks have no last success
+
+
+def guard_rules(cfg: Config) -> tuple[Rule, ...]:
+    """Return the guardrail alerts enabled per target (whatever builtin_alerts says) and, with builtin_alerts,
+    those of the configured guardrail check probes and of every SLO stage budget (sloguard.guardrails.alerts)."""
+    specs = guardrail_rules(cfg) + (check_rules(cfg) + stage_rules(cfg) if cfg.builtin_alerts else [])
+    return tuple(Rule(g.name, (parse_expr(g.expr),), g.for_, labels=MappingProxyType(dict(g.labels)),
+                      annotations=MappingProxyType(dict(g.annotations)), key=g.key, source=g.expr)
+                 for g in specs)
 
 
 def rules_from_config(cfg: Config) -> tuple[Rule, ...]:
-    """Return every rule of a config: threshold, built-in (if enabled) and burn-rate rules."""
+    """Return every rule of a config: threshold, built-in (if enabled), guardrail and burn-rate rules."""
     rules = [threshold_rule(a) for a in cfg.alerts]
     if cfg.builtin_alerts:
         rules.extend(builtin_rules(probe_intervals(cfg)))
+    rules.extend(guard_rules(cfg))
     for slo in slos_from_config(cfg):
         rules.extend(burn_rules(slo))
     return tuple(rules)

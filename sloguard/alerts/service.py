@@ -19,7 +19,7 @@ from sloguard.alerts.engine import Alert
 from sloguard.alerts.notifiers import NOTIFIERS, DeliveryError, Notifier
 from sloguard.alerts.notifiers.base import scrub
 from sloguard.alerts.outbox import Item, Outbox
-from sloguard.alerts.routing import Group, route
+from sloguard.alerts.routing import Group, Notification, matches, route
 from sloguard.alerts.rules import UNDELIVERED_METRIC, rules_from_config
 from sloguard.alerts.state import AlertState, alert_to_dict
 from sloguard.clock import Clock
@@ -98,6 +98,21 @@ class Alerting:
             log.info("alert %s", ev.kind, extra={"alertname": ev.alert.name, "labels": dict(ev.alert.labels)})
         if notes and self._loop is not None:
             self._loop.call_soon_threadsafe(self._wake.set)
+
+    def post(self, alert: Alert, now: float) -> list[str]:
+        """Queue a one-off message (a release report) for every notifier whose `match` takes its labels.
+
+        Durable like alerts (outbox, retries); its own group per message, so no alert group is touched.
+        Return the notifiers it was queued for.
+        """
+        with self.lock:
+            notes = [Notification(s.name, f"{s.name}/message/{alert.fingerprint}", "firing", (), (alert,), now)
+                     for s in self.specs.values() if matches(s, dict(alert.labels))]
+            with self.conn:
+                self.outbox.put(notes, now)
+        if notes and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._wake.set)
+        return [n.notifier for n in notes]
 
     async def run(self) -> None:
         """Deliver outbox items until cancelled; no notifier exception ends the loop."""

@@ -106,7 +106,11 @@ def prepare(args: argparse.Namespace) -> Prepared:
         except DatasetError as exc:
             raise UsageError(str(exc)) from None
         rows, digest, source = data.rows, sha256_file(args.dataset), f"dataset:{os.path.basename(args.dataset)}"
-    workload = WorkloadSpec(job, args.seed, rows)
+    try:
+        behaviours = options.parse_behaviours(args.behaviours) if args.behaviours else (("normal", 1.0),)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    workload = WorkloadSpec(job, args.seed, rows, behaviours)
     return Prepared(args, target, api_key, slos, criteria, workload, source, digest, plan, labels)
 
 

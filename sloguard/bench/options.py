@@ -71,6 +71,9 @@ def parser() -> argparse.ArgumentParser:
     wl.add_argument("--dataset-limit", type=int, default=100_000, help="rows read at most (default 100000)")
     wl.add_argument("--seed", type=int, default=0, help="seed of the workload and arrivals (same seed, same requests)")
     wl.add_argument("--timeout", help="per request, connect to last byte (default: the probe's timeout)")
+    wl.add_argument("--behaviours", help="request behaviours as NAME:WEIGHT pairs (default normal:1), e.g. "
+                    "normal:90,disconnect@8:5,oversized:3,slow_reader@10:2 (hang up after 8 tokens, a prompt over "
+                    "the context length, read 10 tokens/s); only normal requests are judged against the SLOs")
     cl = p.add_argument_group("client and output")
     cl.add_argument("--workers", type=int, help="worker processes (one event loop each; default: by load, at most "
                     "CPUs - 1)")
@@ -108,6 +111,26 @@ def build_plan(args: argparse.Namespace) -> RunPlan:
         raise ValueError("search bounds: need --max-load ≥ start, 0 < --tolerance < 1, --max-stages ≥ 1, --confirm ≥ 0")
     spec = SearchSpec(kind, levels[0], ceiling, floor, args.tolerance, args.max_stages, args.confirm)
     return RunPlan("search", kind, (), size, args.arrival, spec)
+
+
+def parse_behaviours(text: str) -> tuple[tuple[str, float], ...]:
+    """Return `normal:90,disconnect@8:10` as (("normal", 90.0), ("disconnect@8", 10.0)); ValueError names the pair."""
+    from sloguard.bench.behaviour import parse
+
+    out = []
+    for pair in text.split(","):
+        name, _, weight = pair.rpartition(":") if ":" in pair else (pair, "", "1")
+        try:
+            w = float(weight)
+        except ValueError:
+            raise ValueError(f"--behaviours: {pair!r} is not NAME:WEIGHT") from None
+        if w <= 0:
+            raise ValueError(f"--behaviours: {pair!r}: the weight must be > 0")
+        parse(name.strip())
+        out.append((name.strip(), w))
+    if not any(name == "normal" for name, _ in out):
+        raise ValueError("--behaviours: needs some normal requests (the ones judged against the SLOs)")
+    return tuple(out)
 
 
 def parse_prompt_mix(text: str) -> tuple[tuple[int, float], ...]:

@@ -23,7 +23,7 @@ from sloguard.bench.record import RequestRecord, to_json
 from sloguard.bench.results import ResultsFile
 from sloguard.bench.search import Interrupted, search
 from sloguard.bench.serverview import summarise_gpu, summarise_server
-from sloguard.bench.summary import summarise
+from sloguard.bench.summary import NORMAL, summarise
 from sloguard.bench.table import load_text
 from sloguard.bench.watch import ServerWatch
 from sloguard.bench.workload import WorkloadSpec
@@ -152,7 +152,7 @@ class Runner:
         self.s.progress.add(records)
         measured = [r for r in records if not r.warmup]
         st.done += len(measured)
-        st.failed += sum(1 for r in measured if not r.result.ok)
+        st.failed += sum(1 for r in measured if not r.result.ok and r.behaviour == NORMAL)
         if st.done >= HOPELESS_MIN and st.failed > HOPELESS_ERROR_RATIO * st.done:
             self._end_stage("hopeless")
 
@@ -168,7 +168,7 @@ class Runner:
         pooled = self._pooled.setdefault(st.load, []) if st.attempt else []
         pooled.extend(measured)
         self._pooled[st.load] = pooled
-        judgement = judge(self.s.criteria, pooled)
+        judgement = judge(self.s.criteria, [r for r in pooled if r.behaviour == NORMAL])  # unhappy ones: not judged
         row = self._row(st, measured, client, start_wall, workers, judgement)
         good = {s.name: s for s in self.s.slos if s.source == "probe" and s.goodput is not None}
         lines = [to_json(r, {n: is_good(r.result, s.goodput) for n, s in good.items()}, st.kind, st.load)

@@ -67,6 +67,8 @@ STAGE = {
         "latency": {"type": "object", "required": ["ttft", "tpot", "itl", "e2e", "ttft_sched", "e2e_sched"],
                     "additionalProperties": _QUANTILES},
         "send_lag": _QUANTILES,
+        "by_behaviour": {"type": "object", "additionalProperties": {
+            "type": "object", "required": ["requests", "ok", "ok_ratio", "errors", "ttft", "e2e", "checks"]}},
         "warmup": {"type": "object", "required": ["seconds", "requests"]},
         "slo": {"type": "object", "required": ["verdict", "holds", "margin", "worst", "hopeless", "criteria"],
                 "properties": {"verdict": {"enum": ["holds", "breaks", "uncertain"]},

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sloguard.config.guardchecks import check_guard_probes
 from sloguard.config.spec import Config
 from sloguard.config.units import format_duration
 
@@ -181,6 +182,8 @@ CHECKS: tuple[Check, ...] = (
     check_unique_names, check_references, check_timeouts, check_slos, check_percentiles, check_retention,
     check_notifiers, check_processes, check_alert_exprs, check_server_records,
 )
+# Guardrail probes (sloguard.config.guardchecks), kept apart from the table above.
+CHECKS = (*CHECKS, check_guard_probes)
 
 
 def cross_check(cfg: Config) -> list[str]:

@@ -35,6 +35,8 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
                     "(cause), README 'Diagnosis'",
         "builtin_alerts": "add sloguard's own alerts (source down, target down, stale probes, SLO burn rates, "
                           "GPU collection failing)",
+        "reports": "release identities recorded with every probe result, and an automatic before/after "
+                   "regression report after each release change",
     },
     "LogSpec": {
         "format": "logfmt (key=value) or json, one line per event; secrets are redacted",

@@ -24,6 +24,7 @@ from sloguard.config.suggest import did_you_mean, number_hint
 
 # Discriminator tags pydantic inserts into error locations of tagged unions; they are not config keys.
 _UNION_TAGS = frozenset({"slack", "alertmanager", "webhook", "log", "console"})
+_FORM_TAGS = frozenset({"budget-short", "budget-long"})  # the two forms of a stage budget (config.spec)
 
 
 class ConfigError(Exception):
@@ -50,7 +51,7 @@ class ConfigError(Exception):
 
 
 def _is_noise(part: str, prev: int | str | None) -> bool:
-    return (isinstance(prev, int) and part in _UNION_TAGS) or part == "[key]" or part.startswith(
+    return (isinstance(prev, int) and part in _UNION_TAGS) or part in _FORM_TAGS or part == "[key]" or part.startswith(
         ("function-", "tagged-union"))
 
 

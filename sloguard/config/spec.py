@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from sloguard.config.guard import CheckKind, GuardrailsSpec, StageBudgetSpec, check_defaults, check_errors
 from sloguard.config.units import Duration
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}$")]
@@ -69,10 +70,17 @@ class TargetSpec(SecretSource):
                                           description="most characters in one label value; 0 = no limit")
     series_limit: int = Field(default=5_000, ge=0,
                               description="most sloguard_server_* series this target may produce; 0 = no limit")
+    guardrails: GuardrailsSpec = Field(default_factory=GuardrailsSpec,
+                                       description="engine guardrail alerts for this target, off unless named "
+                                                   "(README 'Guardrails')")
     dcgm_url: Annotated[str, AfterValidator(_no_userinfo)] | None = Field(
         default=None, pattern=r"^(https?://|file://).+",
         description="an NVIDIA dcgm-exporter /metrics URL for the GPUs serving this target; its DCGM_FI_* fields "
                     "become the same sloguard_gpu_* series as NVML's, labelled with this target")
+    labels: dict[Annotated[str, Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]{0,62}$")], str] = Field(
+        default_factory=dict,
+        description="release labels recorded with every probe result (e.g. release: v0.11); a change is a "
+                    "release boundary and starts a before/after report (see `reports`)")
 
     @model_validator(mode="after")
     def _scrapeable(self) -> TargetSpec:
@@ -101,6 +109,24 @@ class ProbeSpec(Strict):
         default=None, gt=0, le=100_000,
         description="SSE events one response may send before it fails as an event flood (default 4 x max_tokens + 64)",
     )
+    kind: CheckKind = Field(default="latency", description="latency (a measured request), or a guardrail check: "
+                            "abort (does a client disconnect free the slot?) or oversized_prompt (a fast 4xx?)")
+    within: PositiveDuration | None = Field(default=None, description="abort: how long a disconnected request may "
+                                            "keep generating (2s); oversized_prompt: how long the 4xx may take (1s)")
+    context_length: int | None = Field(default=None, gt=0, description="oversized_prompt: the served context "
+                                       "length in tokens (default: read from /v1/models, /props or /info)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_defaults(cls, data: Any) -> Any:
+        return check_defaults(data)
+
+    @model_validator(mode="after")
+    def _kind_keys(self) -> ProbeSpec:
+        errors = check_errors(self.kind, self.api, {"within": self.within, "context_length": self.context_length})
+        if errors:
+            raise ValueError("; ".join(errors))
+        return self
 
 
 class ProbeSettings(Strict):
@@ -135,6 +161,16 @@ class ErrorRateSpec(Strict):
     target: float = Field(gt=0, lt=1, description="the share of requests that must succeed, e.g. 0.999")
 
 
+def _budget_form(value: Any) -> str:
+    return "budget-long" if isinstance(value, dict | StageBudgetSpec) else "budget-short"
+
+
+# `queue: 200ms` or `queue: {p95: 200ms, owner: team}`; the form decides which errors a bad value gets.
+StageBudget = Annotated[
+    Annotated[PositiveDuration, Tag("budget-short")] | Annotated[StageBudgetSpec, Tag("budget-long")],
+    Discriminator(_budget_form)]
+
+
 class SLOSpec(Strict):
     name: Name
     target: Name
@@ -144,7 +180,7 @@ class SLOSpec(Strict):
     goodput: GoodputSpec | None = None
     error_rate: ErrorRateSpec | None = None
     error_budget_window: PositiveDuration = 28 * 86400.0
-    budgets: dict[Stage, PositiveDuration] = Field(default_factory=dict)
+    budgets: dict[Stage, StageBudget] = Field(default_factory=dict)
     segment_by: Literal["prompt_bucket"] | None = None
     runbook_url: str | None = None
     dashboard_url: str | None = None
@@ -282,6 +318,21 @@ class DiagnoseSpec(Strict):
                                            "process cold start it explains a breach")
 
 
+class ReportsSpec(Strict):
+    enabled: bool = Field(default=True, description="record release boundaries and report before/after each")
+    after: PositiveDuration = Field(default=3600.0, description="soak after a release boundary before its report")
+    min_requests: int = Field(default=200, ge=20, description="probe results each side needs before the report "
+                              "is made (it waits up to max_wait for them)")
+    max_wait: PositiveDuration = Field(default=86400.0, description="make the report after this long even with "
+                                       "fewer than min_requests (as long as each side has 20 successes)")
+    baseline: PositiveDuration = Field(default=86400.0, description="how far before the boundary the baseline "
+                                       "reaches (the previous release's results only)")
+    warmup: Duration = Field(default=0.0, ge=0, description="results right after the boundary left out")
+    identity_interval: PositiveDuration = Field(default=60.0, description="how often each target's identity "
+                                                "(engine version, served models) is read")
+    keep: int = Field(default=50, ge=1, description="reports kept under state_dir/reports (oldest deleted)")
+
+
 class Config(Strict):
     version: Literal["sloguard/v1"]
     listen: str = Field(default=":9478", pattern=r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]*):\d{1,5}$")
@@ -299,3 +350,4 @@ class Config(Strict):
     builtin_alerts: bool = True
     traces: TracesSpec = Field(default_factory=TracesSpec)
     diagnose: DiagnoseSpec = Field(default_factory=DiagnoseSpec)
+    reports: ReportsSpec = Field(default_factory=ReportsSpec)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,8 @@ class Endpoints:
     # Why the daemon runs degraded ("" when it does not): /-/ready stays 200 and says so (see README).
     degraded: Callable[[], str] = field(default=lambda: "")
     query_providers: dict[str, QueryProvider] = field(default_factory=dict)  # paginated ones (/debug/probes)
+    # A store slice as JSON lines for `sloguard report --daemon` (sloguard.reports.storeslice.stream).
+    results: Callable[[str], Iterable[str]] | None = None
 
 
 def _wants_openmetrics(request: web.Request) -> bool:
@@ -84,6 +86,23 @@ class _Handlers:
         data = landing.gather(__version__, self.ep.ready(), self.ep.json_providers, self.ep.snapshot.samples())
         return web.Response(text=landing.render(data), content_type="text/html", charset="utf-8")
 
+    async def results(self, request: web.Request) -> web.StreamResponse:
+        """Stream `?slice=store:...` as JSON lines; 400 with the reason for a bad slice."""
+        spec = request.query.get("slice", "")
+        if self.ep.results is None or not spec.startswith("store:"):
+            return web.Response(status=400, text="give ?slice=store:... (see `sloguard report --help`)\n")
+        fn = self.ep.results
+        try:
+            lines = await asyncio.to_thread(lambda: list(fn(spec)))
+        except Exception as exc:  # a bad slice or an unreadable store: say why, never a traceback
+            return web.Response(status=400, text=f"{exc}\n")
+        resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+        await resp.prepare(request)
+        for i in range(0, len(lines), 1000):
+            await resp.write("".join(lines[i:i + 1000]).encode())
+        await resp.write_eof()
+        return resp
+
     def provider(self, name: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def handler(request: web.Request) -> web.Response:
             paged = self.ep.query_providers.get(name)
@@ -111,8 +130,10 @@ def build_app(ep: Endpoints, web_config: WebConfig) -> web.Application:
     app.router.add_get("/-/ready", h.ready)
     app.router.add_post("/-/reload", h.reload)
     app.router.add_put("/-/reload", h.reload)
-    for name, path in (("slos", "/api/v1/slos"), ("probes", "/debug/probes"), ("alerts", "/debug/alerts")):
+    for name, path in (("slos", "/api/v1/slos"), ("probes", "/debug/probes"), ("alerts", "/debug/alerts"),
+                       ("releases", "/api/v1/releases")):
         app.router.add_get(path, h.provider(name))
+    app.router.add_get("/api/v1/results", h.results)
     return app
 
 

@@ -22,6 +22,7 @@ from sloguard.model import ProbeResult
 from sloguard.probes.history import to_row
 from sloguard.probes.job import ProbeJob, jobs_from_config
 from sloguard.probes.worker import run_once
+from sloguard.traces.record import finalise
 
 # column header -> (ProbeResult field, scale, format); times shown in milliseconds
 COLUMNS: tuple[tuple[str, str, float, str], ...] = (
@@ -30,7 +31,8 @@ COLUMNS: tuple[tuple[str, str, float, str], ...] = (
     ("TTFOT_MS", "ttfot_s", 1e3, ".1f"), ("TPOT_MS", "tpot_s", 1e3, ".2f"), ("E2E_MS", "e2e_s", 1e3, ".1f"),
     ("ITL_P50_MS", "itl_p50_s", 1e3, ".2f"), ("ITL_P99_MS", "itl_p99_s", 1e3, ".2f"),
     ("PROMPT_TOK", "prompt_tokens", 1, "s"), ("OUT_TOK", "output_tokens", 1, "s"),
-    ("BUCKET", "prompt_bucket", 1, "s"), ("ERROR", "error", 1, "s"),
+    ("BUCKET", "prompt_bucket", 1, "s"), ("CHECK", "check_outcome", 1, "s"), ("CHECK_MS", "check_s", 1e3, ".1f"),
+    ("ERROR", "error", 1, "s"),
 )
 
 
@@ -89,6 +91,8 @@ def main(argv: list[str]) -> int:
 
 
 def _print(results: Sequence[ProbeResult], as_json: bool) -> None:
+    # In-band records get their stages here as in the daemon, so both print the same request the same way.
+    results = [finalise(r)[0] if r.record else r for r in results]
     if as_json:
         for r in results:
             print(json.dumps(to_row(r), sort_keys=True), flush=True)

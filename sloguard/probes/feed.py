@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Sequence
 
+from sloguard.guardrails.checkmetrics import CheckMetrics
 from sloguard.model import ProbeResult
 from sloguard.probes.history import ProbeHistory
 from sloguard.probes.job import ProbeJob
@@ -23,7 +24,8 @@ class ProbeFeed:
         self.jobs = list(jobs)
         self.metrics = ProbeMetrics()
         self.history = ProbeHistory(history_size)
-        self.metrics.expect([j.name for j in self.jobs])
+        self.checks = CheckMetrics()  # guardrail checks (kind abort / oversized_prompt): never SLO requests
+        self._expect()
         self.worker = ProbeWorker(self.jobs)
         self.restarts = 0
         self._restarted_at = 0.0
@@ -36,18 +38,26 @@ class ProbeFeed:
         """Swap schedules in the running process (reload)."""
         self.jobs = list(jobs)
         self.worker.update(self.jobs)
-        self.metrics.expect([j.name for j in self.jobs])
+        self._expect()
+
+    def _expect(self) -> None:
+        self.metrics.expect([j.name for j in self.jobs if j.kind == "latency"])
+        self.checks.expect({j.name: j.within for j in self.jobs if j.kind != "latency"})
 
     def drain(self, supervise: bool = True) -> list[ProbeResult]:
-        """Return new results (already recorded in metrics and history); restart a dead process."""
+        """Return new latency results (already recorded in metrics and history); restart a dead process.
+
+        Guardrail check results go to the check metrics and the history only: they are not user requests,
+        so they reach no SLO window, trace join or store.
+        """
         results = self.worker.drain()
         if supervise:
             self._supervise()
         self.metrics.set_overhead(self.worker.overhead_seconds, self.worker.stall_seconds)
         for r in results:
-            self.metrics.observe(r)
+            (self.checks if r.check_kind else self.metrics).observe(r)
             self.history.add(r)
-        return results
+        return [r for r in results if not r.check_kind]
 
     def _supervise(self) -> None:
         if self.worker.alive() or time.monotonic() - self._restarted_at < RESTART_BACKOFF:

@@ -34,6 +34,18 @@ class ProbeJob:
     prompt_buckets: tuple[tuple[str, int], ...] = (("short", 256), ("medium", 2048))
     api_key: str | None = field(default=None, repr=False)
     max_events: int = 1_000_000  # more events in one response end it as an event flood
+    # Guardrail checks (sloguard.config.guard): the kind, its bound, the target's /metrics for the abort check
+    # and the context length for the oversized-prompt check (0: read it from the server).
+    kind: str = "latency"
+    within: float = 0.0
+    metrics_url: str = ""
+    engine: str = "auto"
+    context_length: int = 0
+
+    @property
+    def probe_key(self) -> str:
+        """Return the PROBES entry that runs this job: its check kind, else its API."""
+        return self.api if self.kind == "latency" else self.kind
 
 
 def jobs_from_config(cfg: Config, secrets: Mapping[str, str]) -> list[ProbeJob]:
@@ -72,4 +84,9 @@ def _job(
         prompt_buckets=buckets,
         api_key=secrets.get(spec.target),
         max_events=spec.max_events or default_max_events(spec.max_tokens),
+        kind=spec.kind,
+        within=spec.within or 0.0,
+        metrics_url=target.metrics_url or "",
+        engine=target.engine,
+        context_length=spec.context_length or 0,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -117,3 +118,12 @@ async def completions(session: aiohttp.ClientSession, job: ProbeJob, prompt: Pro
     """Probe `POST /v1/completions` with the raw prompt."""
     body = _body(job, {"prompt": prompt.text})
     return await run_stream(session, job, prompt, _endpoint(job, "completions"), body, decode_completion)
+
+
+def request_for(job: ProbeJob, text: str) -> tuple[str, dict[str, Any], Callable[[str], Chunk]]:
+    """Return (URL, body, decoder) of the job's API (chat or completions) for one prompt text: the
+    guardrail checks (sloguard.probes.abort, .oversized) send the same requests the latency probes do."""
+    if job.api == "completions":
+        return _endpoint(job, "completions"), _body(job, {"prompt": text}), decode_completion
+    messages = [{"role": "user", "content": text}]
+    return _endpoint(job, "chat/completions"), _body(job, {"messages": messages}), decode_chat

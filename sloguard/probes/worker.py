@@ -215,11 +215,12 @@ class _Runner:
         assert self._session is not None
         prompt = pick_prompt(job, rng)
         try:
-            result = await PROBES[job.api](self._session, job, prompt)
+            result = await PROBES[job.probe_key](self._session, job, prompt)
         except Exception as exc:  # a bug in a probe must show up as a failed request, not a silent gap
             result = ProbeResult(ts=time.time(), probe=job.name, target=job.target, model=job.model,
                                  api=job.api, ok=False, error=f"probe crashed: {type(exc).__name__}",
-                                 prompt_bucket=prompt.bucket)
+                                 prompt_bucket=prompt.bucket, check_kind="" if job.kind == "latency" else job.kind,
+                                 check_outcome="" if job.kind == "latency" else "error")
         self._results.put(("result", result))
 
     async def _monitor(self) -> None:
@@ -249,5 +250,5 @@ async def run_once(jobs: Sequence[ProbeJob]) -> list[ProbeResult]:
     out: list[ProbeResult] = []
     async with make_session() as session:
         for job in jobs:
-            out.append(await PROBES[job.api](session, job, pick_prompt(job, rng)))
+            out.append(await PROBES[job.probe_key](session, job, pick_prompt(job, rng)))
     return out

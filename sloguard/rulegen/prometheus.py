@@ -15,6 +15,7 @@ from sloguard.alerts.rules import (
     burn_annotations,
     burn_labels,
     burn_plans,
+    guard_rules,
     probe_intervals,
     threshold_rule,
 )
@@ -147,7 +148,7 @@ def generate(cfg: Config, source: str = "config") -> dict[str, str]:
     # Burn rates need the per-request counters, which only probe SLOs export (server SLOs: live engine only).
     probe_slos = [s for s in slos if s.source == "probe"]
     builtin = list(builtin_rules(probe_intervals(cfg))) if cfg.builtin_alerts else []
-    rules = [threshold_rule(a) for a in cfg.alerts] + builtin
+    rules = [threshold_rule(a) for a in cfg.alerts] + builtin + list(guard_rules(cfg))
     # One group: Prometheus evaluates a group's rules in order, so each burn-rate alert reads the recording
     # rules of the same evaluation (across groups it could read the previous one, and $value would jitter).
     slo_rules = recording_rules(slos) + [r for s in probe_slos for r in burn_alerts(s)]

@@ -9,7 +9,7 @@ import sys
 
 from sloguard.exporter.listen import describe
 from sloguard.sim.server import start
-from sloguard.sim.simulator import DEFAULT_BACKGROUND_RPS, DEFAULT_MODEL
+from sloguard.sim.simulator import DEFAULT_BACKGROUND_RPS, DEFAULT_ENGINE_VERSION, DEFAULT_MODEL
 
 
 def _listen(value: str) -> tuple[str, int]:
@@ -34,7 +34,13 @@ def build_parser() -> argparse.ArgumentParser:
                     help="export a vLLM-shaped span per request to this OTLP/HTTP URL (.../v1/traces)")
     ap.add_argument("--enable-per-request-metrics", action="store_true",
                     help="vLLM's per-request `metrics` object (queue, prefill, generation ms) in the usage chunk")
+    ap.add_argument("--max-model-len", type=int, default=None,
+                    help="context length in tokens (default 32768): longer requests get a 400 unless a fault says")
+    ap.add_argument("--spec-tokens", type=int, default=0,
+                    help="export vLLM's speculative-decoding counters for drafts of this many tokens (0: off)")
     ap.add_argument("--otlp-schedule-delay-ms", type=int, default=200, help="span batch delay (vLLM: 5000)")
+    ap.add_argument("--engine-version", default=None,
+                    help=f"what GET /version answers (default {DEFAULT_ENGINE_VERSION}): a release identity")
     return ap
 
 
@@ -45,7 +51,9 @@ async def serve(args: argparse.Namespace) -> int:
                                 background_rps=args.background_rps, time_scale=args.time_scale,
                                 otlp_traces_endpoint=args.otlp_traces_endpoint,
                                 otlp_schedule_delay_ms=args.otlp_schedule_delay_ms,
-                                per_request_metrics=args.enable_per_request_metrics)
+                                per_request_metrics=args.enable_per_request_metrics,
+                                max_model_len=args.max_model_len, spec_tokens=args.spec_tokens,
+                                engine_version=args.engine_version)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from sloguard.sim import wire
+from sloguard.sim import unhappy, wire
 from sloguard.sim.engine import SimRequest
 from sloguard.sim.faults import roll
 from sloguard.sim.simulator import Simulator
@@ -32,7 +32,12 @@ async def handle(request: web.Request, api: wire.Api) -> web.StreamResponse:
         await asyncio.sleep(sim.faults.network_delay_s)
     arrival = loop.time()
     try:
-        params = wire.parse(api, await request.json(), sim.model)
+        params = wire.parse(api, await request.json(), sim.model, sim.max_model_len)
+    except wire.ContextOverflow as exc:
+        answer = await unhappy.oversized(request, sim, exc)
+        if isinstance(answer, web.StreamResponse):
+            return answer
+        params = answer
     except json.JSONDecodeError:
         return error_response("request body is not valid JSON", 400, "BadRequestError")
     except wire.BadRequest as exc:
@@ -56,8 +61,12 @@ async def handle(request: web.Request, api: wire.Api) -> web.StreamResponse:
         if params.stream:
             return await _stream(request, sim, params, req, queue, midstream, headers)
         return await _collect(sim, params, req, queue, headers)
+    except ConnectionResetError:
+        # The client hung up between two writes (before aiohttp cancelled the handler): a disconnect, not a
+        # server error; `release` below cancels the request (or leaks it under `leak_on_cancel`).
+        return web.Response(status=499)
     finally:
-        sim.scheduler.cancel(req)
+        unhappy.release(sim, req)
         if sim.tracer is not None and req.finished == req.finish_reason:
             sim.tracer.emit(req, request.headers, loop.time(), arrival - delayed)
 

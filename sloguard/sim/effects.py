@@ -40,7 +40,9 @@ def _now() -> float:
 def apply(sim: Simulator, faults: Faults, keys: set[str]) -> None:
     """Apply `faults` to the simulator; `keys` are those the request named (actions run only when named)."""
     sim.faults = faults
-    sim.engine.profile = dataclasses.replace(sim.engine.profile, kv_blocks=faults.kv_blocks or sim.profile.kv_blocks)
+    hits = sim.profile.prefix_hit_ratio if faults.prefix_hit_ratio is None else faults.prefix_hit_ratio
+    sim.engine.profile = dataclasses.replace(sim.engine.profile, kv_blocks=faults.kv_blocks or sim.profile.kv_blocks,
+                                             prefix_hit_ratio=hits)
     sim.scheduler.rate_multiplier = faults.load_multiplier
     sim.scheduler.prompt_scale = faults.prompt_scale
     sim.burner.set(faults.cpu_burn)
@@ -52,11 +54,13 @@ def apply(sim: Simulator, faults: Faults, keys: set[str]) -> None:
 def restart(sim: Simulator, cold_s: float) -> None:
     """Restart the engine: abort its requests, reset its counters, pause `cold_s`, then warm up (module constants)."""
     now = _now()
-    for req in [*sim.engine.waiting, *sim.engine.running]:
-        sim.engine.cancel(req, "abort")
+    sim.engine.abort_all("abort")  # the batch dies with the process, not at the end of the step in flight
+    spec = sim.metrics.spec
     metrics = SimMetrics(sim.model, sim.profile.max_batched_tokens, sim.profile.block_size, sim.profile.kv_blocks)
     sim.metrics = metrics
     sim.engine.recorder = metrics
+    if spec is not None:  # the restarted engine exports its speculative-decoding counters again, from 0
+        sim.enable_spec_decode(spec.k)
     sim.scheduler.paused_until = now + cold_s
     sim.warm_until = now + cold_s * (1.0 + WARMUP_FACTOR)
     sim.restarts += 1

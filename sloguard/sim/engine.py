@@ -40,6 +40,7 @@ class SimRequest:
     preemptions: int = 0
     needs_prefill: bool = True
     finished: str | None = None
+    cancelled: str | None = None  # cancelled while in the batch: it leaves when the step in flight ends
     # The model's own duration of the step that emitted the first token (multiplier and jitter included), as
     # planned: unlike first_token - scheduled it does not grow when a busy host wakes the event loop late.
     prefill_step_s: float | None = None
@@ -90,14 +91,32 @@ class Engine:
         self.waiting.append(req)
 
     def cancel(self, req: SimRequest, reason: str = "abort") -> None:
-        """Remove a request wherever it is and finish it with `reason`; no-op when already finished."""
-        if req.finished is not None:
+        """Finish a request early with `reason`; no-op when already finished or cancelled.
+
+        A waiting request leaves at once. A running one is in the step being computed, so it leaves the batch
+        when that step completes (its slot and KV blocks are freed then, as in vLLM); its client is told now.
+        """
+        if req.finished is not None or req.cancelled is not None:
             return
-        if req in self.waiting:
-            self.waiting.remove(req)
-        if req in self.running:
-            self.running.remove(req)
-        self._finish(req, reason, self._clock())
+        if req not in self.running:
+            if req in self.waiting:
+                self.waiting.remove(req)
+            self._finish(req, reason, self._clock())
+            self._record_state()
+            return
+        req.cancelled = reason
+        if req.sink is not None:
+            req.sink(0, reason)
+            req.sink = None
+
+    def abort_all(self, reason: str) -> None:
+        """Finish every waiting and running request now (an engine restart: no step completes them)."""
+        now = self._clock()
+        for req in [*self.waiting, *self.running]:
+            if req.finished is None:
+                self._finish(req, req.cancelled or reason, now)
+        self.waiting.clear()
+        self.running.clear()
         self._record_state()
 
     def _record_state(self) -> None:
@@ -127,6 +146,11 @@ class Engine:
         now = self._clock()
         done: list[SimRequest] = []
         for req in list(self.running):
+            if req.cancelled is not None:
+                self.running.remove(req)
+                self._finish(req, req.cancelled, now)
+                done.append(req)
+                continue
             req.needs_prefill = False
             gap = None if req.last_token is None else now - req.last_token
             if req.first_token is None:

@@ -9,6 +9,14 @@ with junk: true or "html" for an HTML page, "binary" for random bytes), `network
 reaches the server this much later: a network/gateway delay before the response head, outside the
 server's own TTFT).
 
+Unhappy-path faults (sloguard.sim.unhappy): `leak_on_cancel` (a client that goes away no longer cancels its
+request: it keeps its batch slot and generates its full length for nobody), `oversized_prompt` (a prompt
+over the context length is answered `"reject"`: a fast HTTP 400 as vLLM does, the default; `"hang"`: accepted
+with a 200 stream head and then nothing, until the client gives up; `"truncate"`: silently cut to fit and
+answered), `oversized_reject_delay_s` (seconds before the 400: a server slow to say no). Engine knobs:
+`spec_acceptance` (the draft model's per-token acceptance probability, with `--spec-tokens`), and
+`prefix_hit_ratio` (share of background prompts served from the prefix cache; null = the profile's).
+
 Faults that act through the engine model, so the daemon must infer them (sloguard.diagnose): `load_multiplier`
 (× the background request rate: a load surge that fills the batch and the queue), `kv_blocks` (the KV cache
 shrinks to this many blocks, 0 = the profile's: admission waits for blocks and running requests are preempted
@@ -44,6 +52,11 @@ class Faults:
     midstream_error_rate: float = 0.0
     garbage_metrics: bool | str = False
     network_delay_s: float = 0.0
+    leak_on_cancel: bool = False
+    oversized_prompt: str = "reject"
+    oversized_reject_delay_s: float = 0.0
+    spec_acceptance: float = 0.7
+    prefix_hit_ratio: float | None = None
     load_multiplier: float = 1.0
     kv_blocks: int = 0
     prompt_scale: float = 1.0
@@ -70,6 +83,15 @@ def _flag(key: str, value: object) -> bool:
     return value
 
 
+OVERSIZED = ("reject", "hang", "truncate")
+
+
+def _choice(key: str, value: object, allowed: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{key}: expected one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
 def _garbage(key: str, value: object) -> bool | str:
     if isinstance(value, bool) or value in ("html", "binary"):
         return value
@@ -85,6 +107,11 @@ FIELDS: dict[str, Callable[[str, object], object]] = {
     "midstream_error_rate": lambda k, v: _number(k, v, 0.0, 1.0),
     "garbage_metrics": _garbage,
     "network_delay_s": lambda k, v: _number(k, v, 0.0, 60.0),
+    "leak_on_cancel": _flag,
+    "oversized_prompt": lambda k, v: _choice(k, v, OVERSIZED),
+    "oversized_reject_delay_s": lambda k, v: _number(k, v, 0.0, 600.0),
+    "spec_acceptance": lambda k, v: _number(k, v, 0.0, 1.0),
+    "prefix_hit_ratio": lambda k, v: None if v is None else _number(k, v, 0.0, 1.0),
     "load_multiplier": lambda k, v: _number(k, v, 0.0, 1000.0),
     "kv_blocks": lambda k, v: int(_number(k, v, 0, 10_000_000)),
     "prompt_scale": lambda k, v: _number(k, v, 0.01, 1000.0),

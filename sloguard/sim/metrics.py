@@ -7,6 +7,8 @@ bucket edges are those of vLLM V1 (`vllm/v1/metrics/loggers.py`), checked agains
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from sloguard.sim.engine import SimRequest
@@ -76,6 +78,7 @@ class SimMetrics:
 
     def __init__(self, model: str, max_batched_tokens: int, block_size: int, kv_blocks: int) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        self.spec: Any = None  # sim.spec.SpecDecode with `--spec-tokens`: counted on every decode token
         lv = ("0", model)
         reg = self.registry
         self.running = Gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
@@ -122,6 +125,8 @@ class SimMetrics:
         self._count["generation_tokens"].inc()
         if gap is not None:
             self._hist["itl"].observe(gap)
+            if self.spec is not None:
+                self.spec.draft()
             return
         if req.first_token is not None:
             self._hist["ttft"].observe(req.first_token - req.arrival)

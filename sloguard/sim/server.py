@@ -12,13 +12,11 @@ from typing import Any
 
 from aiohttp import web
 
-from sloguard import __version__
 from sloguard.sim import completion, dcgm
 from sloguard.sim.completion import SIM_KEY, error_response
 from sloguard.sim.faults import garbage_body
 from sloguard.sim.model import LatencyProfile
-from sloguard.sim.simulator import DEFAULT_BACKGROUND_RPS, DEFAULT_MODEL, Simulator
-from sloguard.sim.wire import MAX_MODEL_LEN
+from sloguard.sim.simulator import DEFAULT_BACKGROUND_RPS, DEFAULT_ENGINE_VERSION, DEFAULT_MODEL, Simulator
 
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 SHUTDOWN_TIMEOUT_S = 1.0
@@ -35,13 +33,13 @@ async def _completions(request: web.Request) -> web.StreamResponse:
 async def _models(request: web.Request) -> web.Response:
     sim = request.app[SIM_KEY]
     card = {"id": sim.model, "object": "model", "created": sim.created, "owned_by": "vllm", "root": sim.model,
-            "parent": None, "max_model_len": MAX_MODEL_LEN}
+            "parent": None, "max_model_len": sim.max_model_len}
     return web.json_response({"object": "list", "data": [card]})
 
 
 async def _version(request: web.Request) -> web.Response:
-    """vLLM's `GET /version`: the bench records it as the engine version."""
-    return web.json_response({"version": f"sloguard-sim-{__version__}"})
+    """vLLM's `GET /version`: the engine version of a release (daemon identity, bench header)."""
+    return web.json_response({"version": request.app[SIM_KEY].engine_version})
 
 
 async def _health(request: web.Request) -> web.Response:
@@ -124,9 +122,16 @@ def make_simulator(seed: int = 0, **opts: Any) -> Simulator:
     scale = float(opts.pop("time_scale", 1.0))
     endpoint, delay_ms = opts.pop("otlp_traces_endpoint", None), int(opts.pop("otlp_schedule_delay_ms", 200))
     inband = bool(opts.pop("per_request_metrics", False))
+    max_len, spec_tokens = opts.pop("max_model_len", None), int(opts.pop("spec_tokens", 0) or 0)
+    opts_version = opts.pop("engine_version", None) or DEFAULT_ENGINE_VERSION
     profile = LatencyProfile(**{k: v for k, v in opts.items() if v is not None}).scaled(scale)
     sim = Simulator(seed=seed, model=model, profile=profile, background_rps=rps)
     sim.per_request_metrics = inband
+    sim.engine_version = str(opts_version)
+    if max_len:
+        sim.max_model_len = int(max_len)
+    if spec_tokens > 0:
+        sim.enable_spec_decode(spec_tokens)
     if endpoint:
         from sloguard.sim.tracing import SimTracer
 

@@ -8,6 +8,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from sloguard import __version__
 from sloguard.sim import effects
 from sloguard.sim import faults as faults_mod
 from sloguard.sim.cpuburn import CPUBurner
@@ -17,11 +18,12 @@ from sloguard.sim.faults import Faults
 from sloguard.sim.metrics import SimMetrics
 from sloguard.sim.model import LatencyProfile, output_length
 from sloguard.sim.scheduler import BACKGROUND_MIX, Scheduler
-from sloguard.sim.wire import GenParams
+from sloguard.sim.wire import MAX_MODEL_LEN, GenParams
 
 DEFAULT_MODEL = "sim-llama-3-8b"
 REQUEST_LOG_SIZE = 10_000
 DEFAULT_BACKGROUND_RPS = 2.0
+DEFAULT_ENGINE_VERSION = f"sloguard-sim-{__version__}"  # what GET /version answers unless told
 
 
 class Simulator:
@@ -48,6 +50,8 @@ class Simulator:
         self._log: OrderedDict[str, SimRequest] = OrderedDict()
         self.tracer: Any = None  # sim.tracing.SimTracer when spans are exported (`--otlp-traces-endpoint`)
         self.per_request_metrics = False  # vLLM's --enable-per-request-metrics: `metrics` in the usage chunk
+        self.max_model_len = MAX_MODEL_LEN  # vLLM's --max-model-len: longer requests get a 400 (or a fault)
+        self.engine_version = DEFAULT_ENGINE_VERSION  # what GET /version answers
         self.burner = CPUBurner()  # the cpu_burn fault's GIL-holding neighbour thread
         self.warm_until = 0.0  # after an engine restart: steps run slower until then (sim.effects)
         self.restarts = 0
@@ -72,6 +76,13 @@ class Simulator:
         merged = faults_mod.merge(self.faults, payload)
         effects.apply(self, merged, set(payload) if isinstance(payload, dict) else set())
         return self.faults
+
+    def enable_spec_decode(self, k: int) -> None:
+        """Export vLLM's speculative-decoding counters for a draft of `k` tokens per step (sim.spec)."""
+        from sloguard.sim.spec import SpecDecode
+
+        self.metrics.spec = SpecDecode(k, random.Random(f"{self.seed}/spec"), lambda: self.faults.spec_acceptance,
+                                       self.metrics.registry, ("engine", "model_name"), ("0", self.model))
 
     def clear_faults(self) -> Faults:
         """Remove every fault."""

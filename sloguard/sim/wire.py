@@ -46,6 +46,18 @@ class GenParams:
     include_usage: bool
 
 
+class ContextOverflow(BadRequest):
+    """The prompt and max_tokens do not fit the context length; `params` is what the request asked for."""
+
+    def __init__(self, params: GenParams, max_model_len: int) -> None:
+        super().__init__(
+            f"This model's maximum context length is {max_model_len} tokens. However, you requested "
+            f"{params.prompt_tokens + params.max_tokens} tokens ({params.prompt_tokens} in the messages, "
+            f"{params.max_tokens} in the completion). Please reduce the length of the messages or completion.")
+        self.params = params
+        self.max_model_len = max_model_len
+
+
 def _positive_int(body: dict[str, Any], key: str, default: int) -> int:
     value = body.get(key, default)
     if value is None:
@@ -55,8 +67,8 @@ def _positive_int(body: dict[str, Any], key: str, default: int) -> int:
     return value
 
 
-def parse(api: Api, body: object, served_model: str) -> GenParams:
-    """Return the request's parameters; BadRequest says what is wrong."""
+def parse(api: Api, body: object, served_model: str, max_model_len: int = MAX_MODEL_LEN) -> GenParams:
+    """Return the request's parameters; BadRequest says what is wrong (ContextOverflow: too long)."""
     if not isinstance(body, dict):
         raise BadRequest("request body must be a JSON object")
     model = body.get("model") or served_model
@@ -68,12 +80,13 @@ def parse(api: Api, body: object, served_model: str) -> GenParams:
         raise BadRequest(str(exc)) from exc
     key = "max_completion_tokens" if api == "chat" and "max_completion_tokens" in body else "max_tokens"
     max_tokens = _positive_int(body, key, DEFAULT_MAX_TOKENS[api])
-    if n_prompt + max_tokens > MAX_MODEL_LEN:
-        raise BadRequest(f"prompt ({n_prompt}) + max_tokens ({max_tokens}) exceeds {MAX_MODEL_LEN} tokens")
     opts = body.get("stream_options") or {}
-    return GenParams(api=api, model=model, prompt_tokens=n_prompt, max_tokens=max_tokens,
-                     ignore_eos=bool(body.get("ignore_eos", False)), stream=bool(body.get("stream", False)),
-                     include_usage=bool(isinstance(opts, dict) and opts.get("include_usage")))
+    params = GenParams(api=api, model=model, prompt_tokens=n_prompt, max_tokens=max_tokens,
+                       ignore_eos=bool(body.get("ignore_eos", False)), stream=bool(body.get("stream", False)),
+                       include_usage=bool(isinstance(opts, dict) and opts.get("include_usage")))
+    if n_prompt + max_tokens > max_model_len:
+        raise ContextOverflow(params, max_model_len)
+    return params
 
 
 def token_text(rng: random.Random, n: int) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
+from sloguard.config.guard import budget_p95
 from sloguard.config.spec import Config, SLOSpec
 from sloguard.model import ProbeResult
 from sloguard.slo.burnrate import windows_for
@@ -178,7 +179,7 @@ def slo_from_spec(spec: SLOSpec, probe_rate: float | None = None) -> SLO:
         goodput=None if gp is None else Goodput(gp.target, gp.ttft, gp.tpot, gp.e2e, gp.itl),
         error_objective=None if spec.error_rate is None else spec.error_rate.target,
         window=spec.error_budget_window,
-        budgets=MappingProxyType({str(k): v for k, v in spec.budgets.items()}),
+        budgets=MappingProxyType({str(k): budget_p95(v) for k, v in spec.budgets.items()}),
         segment_by=spec.segment_by,
         windows=windows_for(spec.error_budget_window),
         runbook_url=spec.runbook_url,
@@ -188,9 +189,12 @@ def slo_from_spec(spec: SLOSpec, probe_rate: float | None = None) -> SLO:
 
 
 def scheduled_rate(cfg: Config, spec: SLOSpec) -> float | None:
-    """Return the requests/s the probes feeding a probe SLO send (1 / interval each); None without probes."""
-    rate = sum(1.0 / p.interval for p in cfg.probes
-               if p.target == spec.target and (spec.probe is None or p.name == spec.probe))
+    """Return the requests/s the probes feeding a probe SLO send (1 / interval each); None without probes.
+
+    Guardrail checks (kind abort, oversized_prompt) are not user requests and feed no SLO.
+    """
+    rate = sum(1.0 / p.interval for p in cfg.probes if p.kind == "latency"
+               and p.target == spec.target and (spec.probe is None or p.name == spec.probe))
     return rate or None
 
 

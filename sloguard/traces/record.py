@@ -64,7 +64,20 @@ def finalise(result: ProbeResult, record: ServerRecord | None = None) -> tuple[P
     negative = tuple(STAGE_FIELDS[k] for k, v in values.items() if v is not None and v < 0)
     c = {k: (None if v is not None and v < 0 else v) for k, v in values.items()}
     return dataclasses.replace(result, network_s=c["network_s"], queue_s=c["queue_s"], prefill_s=c["prefill_s"],
-                               server_decode_s=c["server_decode_s"]), negative
+                               server_decode_s=c["server_decode_s"], head_s=_early_head(result)), negative
+
+
+def _early_head(result: ProbeResult) -> float | None:
+    """Return the head time only if it came before the server could have finished its own prefill.
+
+    A head no earlier than the server's queue + prefill was sent with the first output (llama-server does
+    this), so it times the server, not the network. The stream's own 1 ms head-to-body test catches that
+    on an idle host only: on a busy one the two writes drift apart (measured 2.3 ms), and the record decides.
+    """
+    head, work = result.head_s, (result.queue_s or 0.0) + (result.prefill_s or 0.0)
+    if head is None or result.prefill_s is None or head < work:
+        return head
+    return None
 
 
 def clear_record(result: ProbeResult) -> ProbeResult:

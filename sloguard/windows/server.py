@@ -204,6 +204,11 @@ class ServerWindows:
         if fam.samples:
             yield fam
 
+    def model_increase(self, target: str, name: str, window: float, now: float) -> dict[str, tuple[float, float]]:
+        """Return model -> (increase, seconds spanned) of one counter of a target over the window (resets handled)."""
+        return {m: (found[0].count, found[1]) for (t, m, n), win in self._count.items()
+                if t == target and n == name and (found := win.over_span(window, now)) is not None}
+
     def increase(self, target: str, names: Collection[str], window: float, now: float) -> tuple[float, float] | None:
         """Return (summed increase of the counters `names` over all models, longest span) in the window.
 

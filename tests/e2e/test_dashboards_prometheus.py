@@ -94,9 +94,14 @@ def _daemon_config(sim: str, listen: str, state: Path, gpu: bool) -> dict[str, A
         "version": "sloguard/v1", "listen": listen, "state_dir": str(state), "evaluation_interval": "1s",
         "targets": [{"name": "sim", "engine": "vllm", "metrics_url": f"{sim}/metrics", "api_url": sim,
                      "model": "sim-llama-3-8b",
-                     "scrape_interval": "1s", "scrape_timeout": "900ms"}],
+                     "scrape_interval": "1s", "scrape_timeout": "900ms",
+                     "guardrails": {"prefix_cache_hit_ratio": {}, "spec_decode_acceptance": {}}}],
         "probes": [{"name": "sim-chat", "target": "sim", "api": "chat", "interval": "2s", "timeout": "1900ms",
-                    "max_tokens": 16, "prompts": [{"tokens": 64, "weight": 2}, {"tokens": 1024}]}],
+                    "max_tokens": 16, "prompts": [{"tokens": 64, "weight": 2}, {"tokens": 1024}]},
+                   # guardrail checks: the Guardrails row's panels read them
+                   {"name": "sim-abort", "target": "sim", "kind": "abort", "interval": "5s", "timeout": "4s"},
+                   {"name": "sim-oversized", "target": "sim", "kind": "oversized_prompt", "interval": "5s",
+                    "timeout": "4s"}],
         "slos": [{"name": "sim-latency", "target": "sim", "probe": "sim-chat",
                   # Loose enough that the healthy simulator meets them: only the injected faults burn budget.
                   "objectives": [{"metric": "ttft", "percentile": 95, "threshold": "3s"},
@@ -104,7 +109,8 @@ def _daemon_config(sim: str, listen: str, state: Path, gpu: bool) -> dict[str, A
                                  {"metric": "e2e", "percentile": 99, "threshold": "5s"}],
                   "goodput": {"ttft": "3s", "tpot": "500ms", "target": 0.99},
                   "error_rate": {"target": 0.999},
-                  "budgets": {"queue": "100ms", "prefill": "300ms", "decode": "1s", "network": "50ms"},
+                  "budgets": {"queue": "100ms", "prefill": "300ms", "decode": "1s",
+                              "network": {"p95": "50ms", "owner": "platform-network"}},
                   "segment_by": "prompt_bucket"}],
         "alerts": [{"name": "SimErrorRatioHigh", "severity": "page", "summary": "probe errors",
                     "expr": 'sloguard_slo_error_ratio{slo="sim-latency",window="5m"} > 0.05'}],
@@ -147,7 +153,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
     try:
         sim_proc = start([PY, "-m", "sloguard", "sim", "--listen", "127.0.0.1:0", "--seed", "7",
-                          "--background-rps", "4"], "sim.log")
+                          "--background-rps", "4", "--spec-tokens", "3"], "sim.log")
         assert sim_proc.stdout
         line = sim_proc.stdout.readline()
         match = re.search(r"http://\S+", line)

@@ -15,23 +15,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.browser import FLAGS, chromium
 from support.procs import PATIENCE, ROOT, Proc, free_port, http_get, sim_config, simulator, start_daemon, wait_until
 
 pytestmark = pytest.mark.e2e
 SHOT = ROOT / "docs" / "landing-page.png"
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync")
-
-
-def _chromium() -> str:
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert path, "chromium is missing: scripts/setup.sh installs the Debian 'chromium' package"
-    return path
 
 
 def _browse(tmp: Path, *args: str) -> str:
     profile = tmp / f"profile-{len(list(tmp.iterdir()))}"  # a fresh profile per run: no state between runs
-    done = subprocess.run([_chromium(), *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True,
+    done = subprocess.run([chromium(), *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True,
                           text=True, timeout=120 * PATIENCE, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout

@@ -137,6 +137,27 @@ CASES: dict[str, Case] = {
     "demo-bad-duration": Case("demo --duration soon", (2,), "invalid duration"),
     "demo-port-in-use": Case("demo --listen 127.0.0.1:{busy} --duration 30s", (1,), "--listen"),
     "demo-closed": Case("demo --duration 1s", (PIPE,), closed_stdout=True),
+    # report
+    "report-missing": Case("report --baseline {d}/nope.jsonl --candidate {d}/nope.jsonl", (2,), "nope.jsonl: no such"),
+    "report-not-json": Case("report --baseline {d}/notjson.jsonl --candidate {d}/empty.jsonl", (2,), "not JSON"),
+    "report-empty": Case("report --baseline {d}/empty.jsonl --candidate {d}/empty.jsonl", (2,), "empty file"),
+    "report-not-bench": Case("report --baseline {d}/missing-keys.jsonl --candidate {d}/empty.jsonl", (2,),
+                             "not a results record"),
+    "report-bad-store": Case("report --baseline store:junk --candidate store:junk --state-dir {d}", (2,),
+                             "neither KEY=VALUE nor FROM..TO"),
+    "report-no-store": Case("report --baseline store:release=a --candidate store:release=b --state-dir {d}", (2,),
+                            "no store at"),
+    "report-bad-prom": Case("report --baseline prom:nowhere --candidate prom:nowhere", (2,), "expected prom:URL"),
+    "report-prom-down": Case("report --baseline prom:http://127.0.0.1:9@1..2 --candidate prom:http://127.0.0.1:9@1..2",
+                             (2,), "cannot query Prometheus"),
+    "report-daemon-down": Case("report --baseline store:release=a --candidate store:release=b --daemon "
+                               "http://127.0.0.1:9", (2,), "cannot reach the daemon"),
+    "report-bad-config": Case("report -c {d}/invalid.yaml --baseline store:release=a --candidate store:release=b",
+                              (2,), "objectivs"),
+    "report-output-dir-is-a-file": Case("report --baseline {d}/bench.jsonl --candidate {d}/bench.jsonl "
+                                        "--out-dir {d}/afile", (2,), "afile"),
+    "report-closed": Case("report --baseline {d}/bench.jsonl --candidate {d}/bench.jsonl", (PIPE,),
+                          closed_stdout=True),
     # bench (the runs against a server are in tests/e2e/test_bench_sim.py)
     "bench-missing-config": Case("bench -c {d}/nope.yaml --target t --concurrency 1 -o {d}/r.jsonl", (2,),
                                  "nope.yaml"),
@@ -162,6 +183,9 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, in
     for name, text in FILES.items():
         (d / name).write_text(text.replace("{d}", str(d)))
     (d / "binary.yaml").write_bytes(bytes(range(256)) * 4)
+    from sloguard.sim.benchfile import closed_run, write
+
+    write(str(d / "bench.jsonl"), closed_run(1, [2], 60, background_rps=0.0))
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()

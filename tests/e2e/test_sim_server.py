@@ -20,6 +20,7 @@ from typing import Any
 import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from support.siminproc import FAST, run
 
 from sloguard.sim import server as sim_server
 from sloguard.sim.server import start
@@ -30,9 +31,6 @@ Scenario = Callable[[aiohttp.ClientSession, str], Awaitable[None]]
 CHAT = "/v1/chat/completions"
 SLACK_S = 2.0  # upper bound on a busy host's event-loop lag between the server's stamp and the client's read
 HANG_GUARD_S = 30.0  # how long to poll for an event that a working simulator produces in milliseconds
-# Fast, jitter-free profile: prefill 10 ms + 0.1 ms/token, decode 5 ms + 0.5 ms/seq.
-FAST = {"background_rps": 0.0, "jitter_sigma": 0.0, "prefill_base_s": 0.010, "prefill_per_token_s": 0.0001,
-        "decode_base_s": 0.005, "decode_per_seq_s": 0.0005}
 VLLM_FAMILIES = {
     "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
     "vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds",
@@ -42,18 +40,6 @@ VLLM_FAMILIES = {
     "vllm:prompt_tokens", "vllm:generation_tokens", "vllm:request_success", "vllm:num_preemptions",
     "vllm:iteration_tokens_total", "vllm:request_prompt_tokens", "vllm:request_generation_tokens",
 }
-
-
-def run(scenario: Scenario, **opts: Any) -> None:
-    """Start a simulator on port 0, run `scenario(session, base_url)`, always clean up."""
-    async def main() -> None:
-        runner, port = await start("127.0.0.1", 0, seed=7, **{**FAST, **opts})
-        try:
-            async with aiohttp.ClientSession() as session:
-                await scenario(session, f"http://127.0.0.1:{port}")
-        finally:
-            await runner.cleanup()
-    asyncio.run(main())
 
 
 def chat_body(max_tokens: int = 8, **extra: Any) -> dict[str, Any]:
@@ -213,13 +199,24 @@ def test_error_rate_answers_openai_error() -> None:
     run(scenario)
 
 
+async def timeline(s: aiohttp.ClientSession, base: str, rid: str) -> dict[str, Any]:
+    async with s.get(f"{base}/sim/requests/{rid}") as r:
+        got: dict[str, Any] = await r.json()
+        return got
+
+
 def test_midstream_error_sends_error_event_without_done() -> None:
     async def scenario(s: aiohttp.ClientSession, base: str) -> None:
         await s.post(base + "/sim/faults", json={"midstream_error_rate": 1.0})
         out = await stream_chat(s, base, max_tokens=6)
         data = [d for _, d in out["events"]]
         assert data[-1] == "[DONE]" and "error" in json.loads(data[-2])
-        assert out["server"]["finish_reason"] == "error"
+        # the request leaves the batch when the step in flight ends, a model step (ms) after the error event
+        deadline = time.monotonic() + HANG_GUARD_S
+        while (server := await timeline(s, base, out["server"]["id"]))["finish_reason"] is None:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        assert server["finish_reason"] == "error"
     run(scenario)
 
 

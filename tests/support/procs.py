@@ -141,6 +141,19 @@ def _port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def sim_target(sim: Proc, extra: str = "") -> str:
+    """Return the `targets:` entry `sim` of a running simulator (1 s scrapes), with `extra` lines appended."""
+    return f"""\
+  - name: sim
+    engine: vllm
+    metrics_url: {sim.url}/metrics
+    api_url: {sim.url}
+    model: sim-llama-3-8b
+    scrape_interval: 1s
+    scrape_timeout: 900ms
+{extra}"""
+
+
 def sim_config(sim: Proc, port: int, state_dir: Path, probe_interval: str = "1s", eval_interval: str = "1s",
                extra: str = "") -> str:
     """Return a short-interval daemon config against a running simulator."""
@@ -150,14 +163,7 @@ listen: "127.0.0.1:{port}"
 state_dir: "{state_dir}"
 evaluation_interval: {eval_interval}
 targets:
-  - name: sim
-    engine: vllm
-    metrics_url: {sim.url}/metrics
-    api_url: {sim.url}
-    model: sim-llama-3-8b
-    scrape_interval: 1s
-    scrape_timeout: 900ms
-probes:
+{sim_target(sim)}probes:
   - name: sim-chat
     target: sim
     api: chat
@@ -193,8 +199,8 @@ def prom_binary() -> str:
 
 @contextmanager
 def prometheus(tmp: Path, scrape_port: int, rule_files: tuple[Path, ...] = (), interval: str = "1s",
-               ) -> Iterator[Proc]:
-    """Run a real Prometheus scraping 127.0.0.1:scrape_port every `interval`."""
+               more_ports: tuple[int, ...] = ()) -> Iterator[Proc]:
+    """Run a real Prometheus scraping 127.0.0.1:scrape_port (and `more_ports`) every `interval`."""
     port = free_port()
     rules = "\n".join(f"  - {p}" for p in rule_files)
     cfg = tmp / f"prometheus-{port}.yml"
@@ -205,7 +211,7 @@ rule_files:
 {rules or '  []'}
 scrape_configs:
   - job_name: sloguard
-    static_configs: [{{targets: ["127.0.0.1:{scrape_port}"]}}]
+    static_configs: [{{targets: [{", ".join(f'"127.0.0.1:{p}"' for p in (scrape_port, *more_ports))}]}}]
 """.replace("rule_files:\n  []", "rule_files: []"))
     proc = _spawn([prom_binary(), f"--config.file={cfg}", f"--storage.tsdb.path={tmp / f'tsdb-{port}'}",
                    f"--web.listen-address=127.0.0.1:{port}", "--web.enable-lifecycle"], tmp / f"prom-{port}.log", port)

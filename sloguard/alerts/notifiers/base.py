@@ -96,7 +96,13 @@ def alert_json(a: Alert, ends_at: float | None = None) -> dict[str, Any]:
 
 
 def one_line(note: Notification) -> str:
-    """Return a short plain-text summary of a notification (fallback text, logs)."""
+    """Return a short plain-text summary of a notification (fallback text, logs).
+
+    A message that is not an alert (a release report) carries its own `headline` annotation.
+    """
+    headline = next((dict(a.annotations).get("headline") for a in note.alerts), None)
+    if headline:
+        return headline
     names = sorted({a.name for a in note.alerts})
     firing = sum(a.resolved_at is None for a in note.alerts)
     head = f"[{note.status.upper()}:{firing}]" if note.status == "firing" else "[RESOLVED]"

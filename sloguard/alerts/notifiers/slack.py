@@ -57,6 +57,8 @@ def default_retry_handlers() -> list[AsyncRetryHandler]:
 
 def _alert_block(a: Alert) -> list[dict[str, Any]]:
     ann, lab = dict(a.annotations), dict(a.labels)
+    if "headline" in ann:  # a message rather than an alert (a release report): its text, no alert fields
+        return [{"type": "section", "text": {"type": "mrkdwn", "text": ann.get("description", "")[:2900]}}]
     state = "resolved" if a.resolved_at is not None else "firing"
     text = f"*{a.name}* ({state})\n{ann.get('summary', '')}\n{ann.get('description', '')}".strip()
     fields = [f"*Severity*\n{lab.get('severity', 'none')}", f"*Current value*\n{a.value:.4g}"]

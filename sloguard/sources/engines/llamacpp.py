@@ -31,6 +31,10 @@ LLAMACPP = EngineMap(
         # Primary part = the cached counter, so builds without it have no hit ratio (rather than a ratio of 0).
         "prefix_cache_queries": (Alias("llamacpp:prompt_tokens_cached", "counter", other="llamacpp:prompt_tokens"),),
         "prefix_cache_hits": counter("llamacpp:prompt_tokens_cached"),
+        # `--model-draft` / speculative decoding (newer builds; 0 without a draft model)
+        "spec_drafts": counter("llamacpp:spec_decode_num_drafts"),
+        "spec_draft_tokens": counter("llamacpp:spec_decode_num_draft_tokens"),
+        "spec_accepted_tokens": counter("llamacpp:spec_decode_num_accepted_tokens"),
     },
     notes={"kv_cache_usage_ratio": "newer llama-server builds dropped it and expose no capacity to derive it from",
            "prefill": "prompt_seconds_total has no request count to divide by: a per-token, not per-request, time"},

@@ -25,6 +25,9 @@ SGLANG = EngineMap(
         # token_usage is num_used_tokens / max_total_num_tokens; derived from the parts where it is missing.
         "kv_cache_usage_ratio": (*gauge("sglang:token_usage", agg="mean"),
                                  ratio("sglang:num_used_tokens", {}, "sglang:max_total_num_tokens", {})),
+        # Speculative decoding: gauges of the last logging interval (0 while speculative decoding is off).
+        "spec_acceptance_ratio": gauge("sglang:spec_accept_rate", agg="mean"),
+        "spec_acceptance_length": gauge("sglang:spec_accept_length", agg="mean"),
     },
     counters={
         "prompt_tokens": counter("sglang:prompt_tokens"),
@@ -33,6 +36,7 @@ SGLANG = EngineMap(
         "prefix_cache_queries": counter("sglang:prompt_tokens"),
         "prefix_cache_hits": counter("sglang:cached_tokens"),
         "preemptions": (Alias("sglang:num_retractions", "histogram_sum"),),
+        "requests_aborted": counter("sglang:num_aborted_requests"),
     },
     finished=(Alias("sglang:num_requests", "counter", reason="any"),),
 )

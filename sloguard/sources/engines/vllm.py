@@ -33,6 +33,11 @@ VLLM = EngineMap(
         "prefix_cache_queries": counter("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries"),
         "prefix_cache_hits": counter("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits"),
         "preemptions": counter("vllm:num_preemptions"),
+        # Speculative decoding (only with --speculative-config): acceptance = accepted / draft tokens, mean
+        # acceptance length = 1 + accepted / drafts (the bonus token included, as vLLM's own log line says).
+        "spec_drafts": counter("vllm:spec_decode_num_drafts"),
+        "spec_draft_tokens": counter("vllm:spec_decode_num_draft_tokens"),
+        "spec_accepted_tokens": counter("vllm:spec_decode_num_accepted_tokens"),
     },
     finished=counter("vllm:request_success"),
 )

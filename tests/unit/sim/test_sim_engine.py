@@ -85,16 +85,31 @@ def test_multiplier_scales_step() -> None:
     assert engine.plan() == pytest.approx(0.330)
 
 
-@pytest.mark.parametrize("where", ["waiting", "running"])
-def test_cancel_finishes_as_abort_once(where: str) -> None:
+def test_cancel_of_a_waiting_request_finishes_it_as_abort_at_once() -> None:
     engine, rec, clock = make_engine()
     req = request("a", clock)
     engine.submit(req)
-    if where == "running":
-        run_step(engine, clock)
     engine.cancel(req)
     engine.cancel(req, "error")
     assert rec.done == [("a", "abort")] and engine.idle()
+
+
+def test_cancel_of_a_running_request_frees_its_slot_when_the_step_in_flight_ends() -> None:
+    engine, rec, clock = make_engine()
+    told: list[tuple[int, str | None]] = []
+    req, other = request("a", clock, tokens=10), request("b", clock, tokens=10)
+    req.sink = lambda n, fin: told.append((n, fin))
+    for r in (req, other):
+        engine.submit(r)
+    run_step(engine, clock)  # prefill: both emit their first token
+    engine.plan()  # the next step is in flight
+    engine.cancel(req)
+    engine.cancel(req, "error")  # once only
+    assert told[-1] == (0, "abort") and rec.done == [] and req in engine.running  # the client knows at once
+    clock.advance(0.007)
+    engine.complete()
+    assert rec.done == [("a", "abort")] and engine.running == [other] and req.generated == 1
+    assert rec.steps[-1][0] == 1  # the running gauge drops at that step's end
 
 
 def test_same_seed_same_jitter() -> None:

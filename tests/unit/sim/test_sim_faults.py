@@ -16,6 +16,10 @@ from sloguard.sim.faults import Faults, garbage_body, merge, roll
     ([{"garbage_metrics": "binary", "midstream_error_rate": 1}],
      Faults(garbage_metrics="binary", midstream_error_rate=1.0)),
     ([{}], Faults()),
+    ([{"leak_on_cancel": True, "oversized_prompt": "hang"}], Faults(leak_on_cancel=True, oversized_prompt="hang")),
+    ([{"prefix_hit_ratio": 0.1}, {"prefix_hit_ratio": None}], Faults()),
+    ([{"spec_acceptance": 0.2, "oversized_reject_delay_s": 2}],
+     Faults(spec_acceptance=0.2, oversized_reject_delay_s=2.0)),
 ])
 def test_merge(payloads: list[dict[str, object]], expected: Faults) -> None:
     faults = Faults()
@@ -28,7 +32,8 @@ def test_merge(payloads: list[dict[str, object]], expected: Faults) -> None:
     ({"nope": 1}, "unknown fault keys: nope"), ({"error_rate": 1.5}, "error_rate"),
     ({"latency_multiplier": 0}, "latency_multiplier"), ({"hang": 1}, "hang"),
     ({"stall_first_token_s": True}, "stall_first_token_s"), ({"garbage_metrics": "xml"}, "garbage_metrics"),
-    ([], "JSON object"),
+    ([], "JSON object"), ({"oversized_prompt": "ignore"}, "oversized_prompt: expected one of reject, hang"),
+    ({"leak_on_cancel": "yes"}, "leak_on_cancel"), ({"prefix_hit_ratio": 2}, "prefix_hit_ratio"),
 ])
 def test_merge_rejects(payload: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):

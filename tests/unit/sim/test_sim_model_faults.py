@@ -72,3 +72,29 @@ def test_kv_shrink_preempts_through_the_engine() -> None:
     preempted = float(next(line.split()[-1] for line in text.splitlines()
                            if line.startswith("vllm:num_preemptions_total{")))
     assert preempted > 0
+
+
+def test_restart_ends_running_requests_at_once_and_keeps_the_spec_counters() -> None:
+    """A client cancel waits for the step in flight; a restart does not: the batch dies with the process."""
+    async def scenario() -> None:
+        sim = Simulator(seed=1)
+        sim.enable_spec_decode(3)
+        told: list[str | None] = []
+        req = SimRequest("r1", 64, 8, 8, "length", 0.0, sink=lambda n, fin: told.append(fin))
+        sim.engine.submit(req)
+        assert sim.engine.plan() is not None and sim.engine.running == [req]
+        sim.set_faults({"engine_restart_s": 1.0})
+        assert req.finished == "abort" and told == ["abort"] and not sim.engine.running
+        assert sim.metrics.spec is not None and sim.metrics.spec.k == 3  # the restarted engine exports them again
+        assert b"vllm:spec_decode_num_drafts_total" in sim.metrics.render()
+    asyncio.run(scenario())
+
+
+def test_prefix_hits_and_kv_shrink_apply_together() -> None:
+    sim = Simulator(seed=1)
+    sim.set_faults({"prefix_hit_ratio": 0.9})
+    sim.set_faults({"kv_blocks": 320})
+    assert (sim.engine.profile.prefix_hit_ratio, sim.engine.profile.kv_blocks) == (0.9, 320)
+    sim.set_faults({"prefix_hit_ratio": None})
+    profile = sim.engine.profile
+    assert (profile.prefix_hit_ratio, profile.kv_blocks) == (LatencyProfile().prefix_hit_ratio, 320)

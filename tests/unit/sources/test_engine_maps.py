@@ -28,7 +28,8 @@ EXPECTED = {
     ),
     "sglang-dynamo-2026-01.txt": (
         "sglang", "Qwen/Qwen3-0.6B", {"ttft", "itl", "e2e", "queue"},
-        {"requests_running", "requests_waiting", "kv_cache_usage_ratio"},
+        {"requests_running", "requests_waiting", "kv_cache_usage_ratio", "spec_acceptance_ratio",
+         "spec_acceptance_length"},
         {"prompt_tokens", "generation_tokens", "prefix_cache_queries", "preemptions"}, {"any"},
     ),
     "triton-core-datadog.txt": (
@@ -56,7 +57,29 @@ EXPECTED = {
     ),
     "llamacpp-pypi-0.3.36-server.txt": (
         "llamacpp", "m", {"tpot"}, {"requests_running", "requests_waiting"},
-        {"prompt_tokens", "generation_tokens", "prefix_cache_queries", "prefix_cache_hits"}, set(),
+        {"prompt_tokens", "generation_tokens", "prefix_cache_queries", "prefix_cache_hits", "spec_drafts",
+         "spec_draft_tokens", "spec_accepted_tokens"}, set(),
+    ),
+    "vllm-0.11-spec-decode-abort.txt": (
+        "vllm", "meta-llama/Llama-3.1-8B-Instruct", set(),
+        {"requests_running", "requests_waiting", "kv_cache_usage_ratio"},
+        {"prompt_tokens", "generation_tokens", "prefix_cache_queries", "prefix_cache_hits", "spec_drafts",
+         "spec_draft_tokens", "spec_accepted_tokens"},
+        {"stop", "length", "abort", "error"},
+    ),
+    "sglang-spec-decode-abort.txt": (
+        "sglang", "meta-llama/Llama-3.1-8B-Instruct", set(),
+        {"requests_running", "requests_waiting", "kv_cache_usage_ratio", "spec_acceptance_ratio",
+         "spec_acceptance_length"},
+        {"prompt_tokens", "generation_tokens", "prefix_cache_queries", "prefix_cache_hits", "requests_aborted"},
+        {"any"},
+    ),
+    "trtllm-serve-1.2-spec-decode.txt": (
+        "trtllm", "Qwen/Qwen3-8B", set(),
+        {"requests_running", "requests_waiting", "kv_cache_usage_ratio", "spec_acceptance_length"},
+        {"prompt_tokens", "generation_tokens", "prefix_cache_queries", "prefix_cache_hits", "spec_draft_tokens",
+         "spec_accepted_tokens"},
+        {"stop", "length", "cancelled"},
     ),
     "vllm-0.10-pre-rename.txt": (
         "vllm", "meta-llama/Llama-3.1-8B-Instruct", {"ttft", "itl", "e2e"},

@@ -1,0 +1,51 @@
+"""The simulator's engine in virtual time follows the latency model; time_scale is an exact true regression."""
+
+from __future__ import annotations
+
+import random
+
+import jsonschema
+import pytest
+
+from sloguard.bench.schema import schema
+from sloguard.sim.benchfile import closed_run, spaced_run
+from sloguard.sim.model import LatencyProfile
+from sloguard.sim.virtual import VirtualServer, spaced
+
+
+def test_an_idle_server_gives_the_models_ttft_and_tpot() -> None:
+    p = LatencyProfile()
+    server = VirtualServer(1, p, background_rps=0.0)
+    done = spaced(server, 50, 5.0, [(256, 1.0)], 16, random.Random(1), ignore_eos=True)
+    ttft = p.prefill_base_s + p.prefill_per_token_s * 256
+    tpot = p.decode_base_s + p.decode_per_seq_s
+    bound = 1.15  # exp(±4.5 σ) of the per-step jitter with σ = 0.03
+    for d in done:
+        assert d.output_tokens == 16 and d.queue_s == 0.0
+        assert ttft / bound < d.ttft_s < ttft * bound
+        assert d.tpot_s is not None and tpot / bound < d.tpot_s < tpot * bound
+
+
+def test_background_load_makes_a_tail() -> None:
+    idle = spaced(VirtualServer(2, background_rps=0.0), 300, 1.0, [(64, 1.0)], 16, random.Random(2))
+    busy = spaced(VirtualServer(2), 300, 1.0, [(64, 1.0)], 16, random.Random(2))
+    assert max(d.ttft_s for d in busy) > 2 * max(d.ttft_s for d in idle)
+
+
+@pytest.mark.parametrize("make", [lambda s: spaced_run(3, 200, time_scale=s),
+                                  lambda s: closed_run(3, [4], 200, time_scale=s)])
+def test_time_scale_scales_every_latency_exactly(make: object) -> None:
+    base = [r for r in make(1.0) if r["type"] == "request"]  # type: ignore[operator]
+    slow = [r for r in make(1.1) if r["type"] == "request"]  # type: ignore[operator]
+    assert len(base) == len(slow) == 200
+    for a, b in zip(base, slow, strict=True):
+        for key in ("ttft_s", "e2e_s", "queue_s"):
+            assert b[key] == pytest.approx(1.1 * a[key], rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("records", [spaced_run(4, 30), closed_run(4, [1, 4], 30)])
+def test_virtual_runs_are_the_bench_schema(records: list[dict[str, object]]) -> None:
+    """Written through the bench's own row writers, so they validate against its published schema."""
+    validator = jsonschema.Draft202012Validator(schema())
+    for row in records:
+        validator.validate(row)
