@@ -114,8 +114,17 @@ def _context(inp: Inputs, shown: Iterable[Evidence]) -> list[Evidence]:
 
 def decide(inp: Inputs) -> Verdict:
     """Return the verdict for one SLO (module docstring)."""
+    return candidates(inp)[0]
+
+
+def candidates(inp: Inputs) -> tuple[Verdict, ...]:
+    """Return the verdict of every RULES row that holds, in precedence order; else the one none/unknown verdict.
+
+    decide() is the first; the rest let the confirmation (sloguard.diagnose.confirm) keep a cause that still
+    holds while a row above it only flickers.
+    """
     if not inp.breaches:
-        return Verdict(inp.slo, inp.now, "none", "none", 1.0)
+        return (Verdict(inp.slo, inp.now, "none", "none", 1.0),)
     # The breach furthest over its threshold that a stage explains; else the worst one, unexplained.
     ordered = sorted(inp.breaches, key=lambda b: -b.severity)
     located = [(b, locate(b, inp)) for b in ordered]
@@ -123,9 +132,9 @@ def decide(inp: Inputs) -> Verdict:
                                                       located[0])
     head = Evidence(f"p{breach.quantile * 100:g} {breach.metric}", breach.value, f"> {breach.threshold:g}s", True)
     if stage is None:
-        return Verdict(inp.slo, inp.now, "none", "unknown", 0.0, (head, *stage_ev), missing=tuple(missing),
-                       lever="no single stage explains the increase", breach=breach, share=share)
-    missing = []
+        return (Verdict(inp.slo, inp.now, "none", "unknown", 0.0, (head, *stage_ev), missing=tuple(missing),
+                        lever="no single stage explains the increase", breach=breach, share=share),)
+    missing, out = [], []
     for rule in RULES:
         if stage not in rule.stages:
             continue
@@ -135,23 +144,13 @@ def decide(inp: Inputs) -> Verdict:
             reading = inp.readings.get(stage)
             conf *= 0.8 if reading is not None and reading.source == "server" else 1.0
             evidence = (head, *stage_ev, *ev)
-            return Verdict(inp.slo, inp.now, stage, rule.cause, round(conf, 2), (*evidence, *_context(inp, evidence)),
-                           rule.lever, breach=breach, share=share)
-        missing += [g for g in gaps if g not in missing]
+            out.append(Verdict(inp.slo, inp.now, stage, rule.cause, round(conf, 2),
+                               (*evidence, *_context(inp, evidence)), rule.lever, breach=breach, share=share))
+        elif not out:
+            missing += [g for g in gaps if g not in missing]
+    if out:
+        return tuple(out)
     lever = ("make available: " + ", ".join(missing)) if missing else "no known cause matches the evidence"
     evidence = (head, *stage_ev)
-    return Verdict(inp.slo, inp.now, stage, "unknown", 0.0, (*evidence, *_context(inp, evidence)), lever,
-                   tuple(missing), breach, share)
-
-
-CONFIRM = 2  # evaluations in a row a cause must hold before it is named (one burst of noise is not a cause)
-
-
-def confirm(raw: Verdict, streak: int, published: Verdict | None) -> Verdict:
-    """Return what to publish: `raw` once its cause held CONFIRM evaluations in a row (`streak`, this one
-    included), or the cause already published; until then `unknown`, saying it is confirming."""
-    named = raw.cause not in ("none", "unknown")
-    if not named or streak >= CONFIRM or (published is not None and published.cause == raw.cause):
-        return raw
-    return dataclasses.replace(raw, cause="unknown", confidence=0.0,
-                               lever=f"confirming {raw.cause}: it must hold at {CONFIRM} evaluations in a row")
+    return (Verdict(inp.slo, inp.now, stage, "unknown", 0.0, (*evidence, *_context(inp, evidence)), lever,
+                    tuple(missing), breach, share),)

@@ -6,6 +6,7 @@ Every method takes `now` from its caller (the daemon's injected clock), so tests
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -15,11 +16,17 @@ MAX_POINTS = 720  # values kept per key (the last 720 healthy evaluations: 3 h a
 
 
 class Baselines:
-    """Per key, the values seen at healthy evaluations within `horizon` (the last MAX_POINTS); baseline = median."""
+    """Per key, the values seen at healthy evaluations within `horizon` (the last MAX_POINTS); baseline = median.
 
-    def __init__(self, horizon: float, min_points: int = MIN_POINTS) -> None:
+    Each value summarises the diagnosis window, so values from evaluations less than a window apart share most
+    of their data: a baseline is used once its values span `min_span` (the service passes the window), i.e.
+    once it rests on at least two windows with no request in common, not on one window read 8 times.
+    """
+
+    def __init__(self, horizon: float, min_points: int = MIN_POINTS, min_span: float = 0.0) -> None:
         self.horizon = horizon
         self.min_points = min_points
+        self.min_span = min_span
         self._points: dict[str, deque[tuple[float, float]]] = {}
 
     def record(self, now: float, values: Mapping[str, float]) -> None:
@@ -32,9 +39,9 @@ class Baselines:
                 points.popleft()
 
     def get(self, key: str) -> float | None:
-        """Return the key's baseline, or None before `min_points` healthy values exist."""
+        """Return the key's baseline, or None before `min_points` healthy values spanning `min_span` exist."""
         points = self._points.get(key)
-        if points is None or len(points) < self.min_points:
+        if points is None or len(points) < self.min_points or points[-1][0] - points[0][0] < self.min_span:
             return None
         return float(statistics.median(v for _, v in points))
 
@@ -99,6 +106,18 @@ class Series:
         """Return the largest of a gauge's values inside the window, or None without any."""
         inside = [v for ts, v in self._points.get(key, ()) if now - window < ts <= now]
         return max(inside) if inside else None
+
+    def quantile(self, key: str, q: float, window: float, now: float) -> float | None:
+        """Return the q-quantile (nearest rank) of a gauge's values inside the window, or None without any.
+
+        The high quantile of the scrapes, not their mean: at q = 0.9 it is at least x when x was reached at 10%
+        of the window's scrapes, so a state that just began (or dips at some scrapes) shows within a tenth of
+        the window, and one scrape cannot set it.
+        """
+        inside = sorted(v for ts, v in self._points.get(key, ()) if now - window < ts <= now)
+        if not inside:
+            return None
+        return inside[min(len(inside) - 1, max(0, math.ceil(q * len(inside)) - 1))]
 
     def forget(self, keep: Iterable[str]) -> None:
         """Drop the series whose key is not in `keep` (removed targets, processes)."""

@@ -7,11 +7,17 @@ baseline; a baseline of 0 counts as "above" for any value over the threshold). A
 available never holds; an `optional` one (supporting evidence) is checked only where available and is never
 reported missing: a signal an engine does not expose is "not available", never 0. Precedence: the first row
 whose stage matches and whose conditions hold wins; a restart or a sick GPU explains every symptom after it,
-so they come first; capacity last before network, because queues are what every other cause ends in too.
+so they come first; long prompts before KV pressure, because longer prompts hold more KV blocks (a cache that
+fills because the prompts grew is the prompts' doing, while a smaller cache does not make prompts longer);
+capacity last before network, because queues are what every other cause ends in too.
 
 Signals (sloguard.diagnose.signals; all over the diagnosis window unless said):
-  requests_waiting, requests_running, kv_cache_usage_ratio (means of the scrapes), preemptions_per_second,
-  request_rate (finished requests/s), prompt_tokens_per_request, prefix_cache_hit_ratio,
+  requests_waiting, requests_running, kv_cache_usage_ratio (means of the scrapes), kv_cache_usage_p90 (the
+  usage reached at ≥ 10% of the scrapes: a full cache that preemptions briefly relieve, or that just filled,
+  reads full, where the mean lags), preemptions_per_second, request_rate (finished requests/s),
+  prompt_tokens_per_request (mean) and prompt_tokens_p90 (from the engine's prompt-length histogram, where it
+  has one: both must rise, so neither a burst of a few long prompts (the mean only) nor fewer short requests
+  finishing (the p90 at a mass boundary of the mix) reads as longer prompts), prefix_cache_hit_ratio,
   engine_restarts / cold_starts (within diagnose.restart_hold), serving_cpu_cores (busiest serving process
   of the target, CPU seconds per second), gpu_throttle_reasons (active clock-event reasons that slow a busy
   GPU), gpu_sm_clock_ratio (SM clock / max, lowest GPU), gpu_health_problems (sick-GPU reasons that hold),
@@ -70,8 +76,15 @@ RULES: tuple[CauseRule, ...] = (
               lever="check cooling and power: the GPU clocks are held down",
               detail="power cap or thermal slowdown: check fans, inlet temperature, power limits and node power "
                      "capping"),
+    CauseRule("long_prompts", ENGINE,
+              needs=(C("prompt_tokens_per_request", ">", 0.0, vs_baseline=2.0),
+                     C("prompt_tokens_p90", ">", 0.0, vs_baseline=2.0, optional=True)),
+              lever="enable chunked prefill and prefix caching",
+              detail="prompts got longer, so prefill steps are longer and stall other requests' queueing and "
+                     "decoding: bound "
+                     "max-num-batched-tokens, cache shared prefixes, or route long prompts to their own replicas"),
     CauseRule("kv_cache_pressure", ENGINE,
-              needs=(C("kv_cache_usage_ratio", ">=", 0.85),),
+              needs=(C("kv_cache_usage_p90", ">=", 0.85),),
               any_of=(C("preemptions_per_second", ">", 0.0, vs_baseline=2.0),
                       C("requests_waiting", ">=", 1.0, vs_baseline=2.0)),
               lever="raise KV blocks or lower max-num-seqs",
@@ -82,12 +95,6 @@ RULES: tuple[CauseRule, ...] = (
               lever="move tokenisation off the hot path or give the server more CPU",
               detail="a serving process is pinned on CPU: more API-server processes, a faster tokenizer, detokenise "
                      "off the event loop, check for busy neighbours on the host"),
-    CauseRule("long_prompts", ENGINE,
-              any_of=(C("prompt_tokens_per_request", ">", 0.0, vs_baseline=2.0),),
-              lever="enable chunked prefill and prefix caching",
-              detail="prompts got longer, so prefill steps are longer and stall other requests' queueing and "
-                     "decoding: bound "
-                     "max-num-batched-tokens, cache shared prefixes, or route long prompts to their own replicas"),
     CauseRule("capacity", frozenset({"queue", "decode"}),
               any_of=(C("requests_waiting", ">=", 1.0, vs_baseline=2.0), C("request_rate", ">", 0.0, vs_baseline=1.5)),
               lever="add replicas or lower max concurrency",
@@ -112,6 +119,7 @@ SIGNAL_TEXT: dict[str, tuple[str, str]] = {
     "requests_waiting": ("waiting", "count"), "requests_running": ("running", "count"),
     "kv_cache_usage_ratio": ("KV cache", "ratio"), "preemptions_per_second": ("preemptions", "per_min"),
     "request_rate": ("request rate", "per_s"), "prompt_tokens_per_request": ("prompt tokens/request", "count"),
+    "prompt_tokens_p90": ("p90 prompt tokens", "count"), "kv_cache_usage_p90": ("KV cache p90", "ratio"),
     "prefix_cache_hit_ratio": ("prefix-cache hits", "ratio"), "engine_restarts": ("engine restarts", "count"),
     "cold_starts": ("process cold starts", "count"), "serving_cpu_cores": ("serving CPU", "cores"),
     "gpu_throttle_reasons": ("GPU clock-event reasons", "count"), "gpu_sm_clock_ratio": ("SM clock of max", "ratio"),

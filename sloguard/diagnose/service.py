@@ -15,7 +15,8 @@ from prometheus_client.metrics_core import Metric
 from sloguard.config.spec import Config
 from sloguard.config.units import format_duration
 from sloguard.diagnose import inputs, signals
-from sloguard.diagnose.engine import confirm, decide
+from sloguard.diagnose.confirm import Confirmer
+from sloguard.diagnose.engine import candidates
 from sloguard.diagnose.history import Baselines, Series
 from sloguard.diagnose.model import STAGES, Inputs, Verdict
 from sloguard.diagnose.text import as_json, evidence_lines, line
@@ -43,7 +44,7 @@ class Diagnoser:
         self.verdicts: dict[str, Verdict] = {}
         self._baselines: dict[str, Baselines] = {}
         self._excess: dict[str, dict[str, float]] = {}
-        self._raw: dict[str, tuple[str, int]] = {}  # slo -> (last raw cause, evaluations in a row)
+        self._confirm = Confirmer()
         self.series = Series(horizon=cfg.diagnose.restart_hold + cfg.diagnose.window)
         self.reconfigure(cfg)
 
@@ -55,9 +56,10 @@ class Diagnoser:
         names = {s.name for s in cfg.slos}
         self._baselines = {n: b for n, b in self._baselines.items() if n in names}
         for b in self._baselines.values():
-            b.horizon = spec.baseline
+            b.horizon, b.min_span = spec.baseline, spec.window
         self._horizon = spec.baseline
         self.verdicts = {n: v for n, v in self.verdicts.items() if n in names}
+        self._confirm.forget(names)
         single = cfg.targets[0].name if len(cfg.targets) == 1 else None
         self.processes: dict[str, list[str]] = {}
         for p in cfg.host.processes:
@@ -102,17 +104,14 @@ class Diagnoser:
         if "network" in sources:
             sig["network_measured"] = 1.0 if sources["network"] == "request" else 0.0
         found_breaches = inputs.breaches(st, q)
-        base = self._baselines.setdefault(slo.name, Baselines(self._horizon))
+        base = self._baselines.setdefault(slo.name, Baselines(self._horizon, min_span=self.window))
         at = max(found_breaches, key=lambda b: b.severity).quantile if found_breaches else 0.95
         learned = base.all()
         readings = inputs.readings(q, sources, at, learned, slo.budgets)
         self._excess[slo.name] = {s: r.excess for s, r in inputs.readings(q, sources, 0.95, learned, {}).items()
                                   if r.excess is not None}
-        raw = decide(Inputs(slo.name, now, self.window, found_breaches, readings, sig, learned, notes))
-        last, streak = self._raw.get(slo.name, ("", 0))
-        streak = streak + 1 if raw.cause == last else 1
-        self._raw[slo.name] = (raw.cause, streak)
-        verdict = confirm(raw, streak, self.verdicts.get(slo.name))
+        cands = candidates(Inputs(slo.name, now, self.window, found_breaches, readings, sig, learned, notes))
+        verdict = self._confirm.publish(cands, self.verdicts.get(slo.name))
         if not found_breaches:
             base.record(now, {**inputs.healthy_values(q), **{k: v for k, v in sig.items()
                                                              if k not in ("engine_restarts", "cold_starts")}})

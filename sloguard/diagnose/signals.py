@@ -14,6 +14,7 @@ from typing import Protocol
 
 from sloguard.diagnose.history import Series
 from sloguard.model import Histogram, Sample, ServerView
+from sloguard.windows import histo
 
 # Clock-event reasons that slow a busy GPU (gpu_idle, application clocks, sync boost and display do not),
 # and the NVML/dcgm health reasons that are throttling rather than a sick GPU.
@@ -21,6 +22,8 @@ THROTTLE_REASONS = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdow
                               "hw_power_brake"})
 THROTTLE_PROBLEMS = frozenset({"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake", "clocks_below_max"})
 GAUGES = ("requests_waiting", "requests_running", "kv_cache_usage_ratio")
+KV_Q = 0.9  # kv_cache_usage_p90: the usage reached at ≥ 10% of the window's scrapes (history.Series.quantile)
+PROMPT_Q = 0.9  # prompt_tokens_p90: the prompt length ≥ 10% of the window's requests reached
 
 
 class ServerLike(Protocol):
@@ -46,23 +49,27 @@ class ServerLike(Protocol):
 
 
 def _prompt_length(series: Series, server: ServerLike, target: str, names: Collection[str],
-                   finished: Collection[str], window: float, now: float) -> float | None:
-    """Return the mean prompt tokens per request over the window.
+                   finished: Collection[str], window: float, now: float) -> dict[str, float]:
+    """Return prompt_tokens_per_request (mean) and, from a histogram, prompt_tokens_p90 over the window.
 
     From the engine's per-request prompt-length histogram where it has one (vLLM `request_prompt_tokens`:
-    observed at finish, exact); else prompt-token counter ÷ requests started: prompt tokens count when a
-    request's prefill is done, finished requests when it ends, so the requests in between (the running
-    count's growth) started too, or a surge would read as longer prompts.
+    observed at finish, exact): its mean and its p90. The mean of a heavy-tailed mix moves with two or three
+    long prompts (a burst, not a shift); the p90 moves only when ≥ 10% of the window's requests got longer, but
+    jumps a bucket when fewer short requests finish (probes that time out): the rule asks both to rise.
+    Else prompt-token counter ÷ requests started: prompt tokens count when a request's prefill is done,
+    finished requests when it ends, so the requests in between (the running count's growth) started too, or
+    a surge would read as longer prompts.
     """
     h = server.histogram(target, None, "prompt_length", window, now)
     if h is not None and h.count > 0:
-        return h.sum / h.count
+        p90 = histo.quantile(PROMPT_Q, h)
+        return {"prompt_tokens_per_request": h.sum / h.count} | ({} if p90 is None else {"prompt_tokens_p90": p90})
     done = server.increase(target, finished, window, now) if finished else None
     prompts = server.increase(target, ("prompt_tokens",), window, now) if "prompt_tokens" in names else None
     if done is None or prompts is None:
-        return None
+        return {}
     started = done[0] + (series.change(f"{target}/requests_running", window, now) or 0.0)
-    return prompts[0] / started if started > 0 else None
+    return {"prompt_tokens_per_request": prompts[0] / started} if started > 0 else {}
 
 
 def record_engine(series: Series, server: ServerLike, target: str) -> None:
@@ -90,6 +97,9 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
         value = series.mean(f"{target}/{gauge}", window, now)
         if value is not None:
             out[gauge] = value
+    kv_high = series.quantile(f"{target}/kv_cache_usage_ratio", KV_Q, window, now)
+    if kv_high is not None:
+        out["kv_cache_usage_p90"] = kv_high
     names = server.counter_names(target)
     finished = {n for n in names if n.startswith("finished:")}
     if "preemptions" in names and (v := _rate(server, target, ("preemptions",), window, now)) is not None:
@@ -97,9 +107,7 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
     done = server.increase(target, finished, window, now) if finished else None
     if done is not None and done[1] > 0:
         out["request_rate"] = done[0] / done[1]
-    length = _prompt_length(series, server, target, names, finished, window, now)
-    if length is not None:
-        out["prompt_tokens_per_request"] = length
+    out |= _prompt_length(series, server, target, names, finished, window, now)
     hits = server.increase(target, ("prefix_cache_hits",), window, now)
     queries = server.increase(target, ("prefix_cache_queries",), window, now)
     if hits is not None and queries is not None and queries[0] > 0:

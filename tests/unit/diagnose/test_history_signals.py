@@ -21,6 +21,16 @@ def test_baseline_is_the_median_of_healthy_values_within_the_horizon() -> None:
     assert b.get("queue@0.95") is None and b.all() == {}
 
 
+def test_a_baseline_rests_on_values_that_span_a_window() -> None:
+    """Ten evaluations one second apart over a 20 s window are one window read ten times, not ten samples."""
+    b = Baselines(horizon=600.0, min_span=20.0)
+    for t in range(10):
+        b.record(float(t), {"prompt_tokens_p90": 400.0})
+    assert b.get("prompt_tokens_p90") is None and b.all() == {}
+    b.record(20.0, {"prompt_tokens_p90": 500.0})
+    assert b.get("prompt_tokens_p90") == 400.0
+
+
 @pytest.mark.parametrize(("values", "increase"), [
     ([1.0, 2.0, 4.0], 3.0),
     ([5.0, 7.0, 2.0, 3.0], 2.0 + 2.0 + 1.0),  # a counter that went down restarted: its new value counts
@@ -65,6 +75,48 @@ def test_engine_signals_over_the_window() -> None:
     record_engine(series, server, "t")
     assert engine_signals(series, server, "t", 10.0, 60.0, 11.0)["engine_restarts"] == 1.0
     assert engine_signals(series, server, "other", 10.0, 60.0, 11.0) == {}  # nothing known: nothing claimed
+
+
+def test_series_quantile_is_the_nearest_rank_of_the_window() -> None:
+    s = Series(horizon=100.0)
+    for t in range(20):
+        s.add("kv", float(t), 0.1 if t < 16 else (0.95, 0.97, 0.6, 0.96)[t - 16])
+    assert s.quantile("kv", 0.9, 20.0, 19.0) == 0.95 and s.quantile("kv", 1.0, 20.0, 19.0) == 0.97
+    assert s.quantile("kv", 0.9, 2.0, 19.0) == 0.96 and s.quantile("missing", 0.9, 20.0, 19.0) is None
+
+
+def test_kv_pressure_reads_the_window_p90_not_the_mean() -> None:
+    """A cache that filled 4 s into a 20 s window (one preemption dip): mean 0.25, p90 0.95."""
+    server, series = ServerWindows(), Series(horizon=600.0)
+    for i in range(20):
+        kv = 0.1 if i < 16 else (0.95, 0.97, 0.6, 0.96)[i - 16]
+        server.add(_view(float(i), 2.0 * i, 100.0 * i, 0.0, waiting=0.0, running=4.0, kv=kv))
+        record_engine(series, server, "t")
+    sig = engine_signals(series, server, "t", window=20.0, hold=60.0, now=19.0)
+    assert sig["kv_cache_usage_ratio"] == pytest.approx(0.254) and sig["kv_cache_usage_p90"] == 0.95
+
+
+def _prompts(ts: float, short: int, long: int, scale: float = 1.0) -> ServerView:
+    """Cumulative prompt-length histogram (vLLM buckets): `short` prompts of 128 tokens, `long` ones of 8000."""
+    bounds = (50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0, 10000.0, float("inf"))
+    at = (128.0, 8000.0 * scale)
+    counts = tuple((b, float(short * (at[0] <= b) + long * (at[1] <= b))) for b in bounds)
+    h = Histogram(counts, float(short + long), short * at[0] + long * at[1])
+    return ServerView("t", "vllm", ts, {"m": ModelView("m", histograms={"prompt_length": h}, gauges={},
+                                                       counters={}, finished_by_reason={"stop": 0.0})})
+
+
+@pytest.mark.parametrize(("short", "long", "p90_at_most", "p90_at_least"), [
+    (57, 3, 200.0, 100.0),  # a burst: 3 long prompts of 60 move the mean 4x (521 tokens), the p90 not at all
+    (45, 15, 10000.0, 5000.0),  # a shift: a quarter of the requests long, the p90 with them
+])
+def test_prompt_length_is_the_histogram_p90(short: int, long: int, p90_at_most: float, p90_at_least: float) -> None:
+    server, series = ServerWindows(), Series(horizon=600.0)
+    server.add(_prompts(0.0, 0, 0))
+    server.add(_prompts(20.0, short, long))
+    sig = engine_signals(series, server, "t", window=20.0, hold=60.0, now=20.0)
+    assert sig["prompt_tokens_per_request"] == pytest.approx((short * 128.0 + long * 8000.0) / (short + long))
+    assert p90_at_least <= sig["prompt_tokens_p90"] <= p90_at_most
 
 
 def test_host_signals_name_the_busiest_process() -> None:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import pytest
 
 from sloguard.diagnose.engine import decide
-from sloguard.diagnose.model import Breach, Inputs, Reading
+from sloguard.diagnose.model import Breach, Inputs, Reading, Verdict
 from sloguard.diagnose.rules import RULES
 from sloguard.diagnose.text import evidence_lines, line
 
@@ -24,7 +24,8 @@ BASE = {"ttft": _r("ttft", 0.2, 0.2, "probe"), "network": _r("network", 0.005, 0
         "queue": _r("queue", 0.005, 0.005), "prefill": _r("prefill", 0.19, 0.19),
         "decode": _r("decode", 0.012, 0.012), "tpot": _r("tpot", 0.012, 0.012, "probe")}
 # every signal available and at its healthy value, with baselines equal to them
-HEALTHY = {"requests_waiting": 0.0, "requests_running": 4.0, "kv_cache_usage_ratio": 0.3,
+HEALTHY = {"requests_waiting": 0.0, "requests_running": 4.0, "kv_cache_usage_ratio": 0.3, "kv_cache_usage_p90": 0.35,
+           "prompt_tokens_p90": 1000.0,
            "preemptions_per_second": 0.0, "request_rate": 2.0, "prompt_tokens_per_request": 400.0,
            "engine_restarts": 0.0, "cold_starts": 0.0, "serving_cpu_cores": 0.1, "gpu_throttle_reasons": 0.0,
            "gpu_sm_clock_ratio": 1.0, "gpu_health_problems": 0.0, "canary_degraded": 0.0, "network_measured": 1.0}
@@ -53,16 +54,16 @@ CASES = [
     ("capacity: deep queue", _inputs(stages=QUEUED, signals={"requests_waiting": 41.0}), "queue", "capacity"),
     ("capacity: more requests, bigger batches", _inputs((TPOT,), SLOW_DECODE, {"request_rate": 6.0}), "decode",
      "capacity"),
-    ("kv cache pressure", _inputs(stages=QUEUED, signals={"kv_cache_usage_ratio": 0.97, "preemptions_per_second": 0.2,
+    ("kv cache pressure", _inputs(stages=QUEUED, signals={"kv_cache_usage_p90": 0.97, "preemptions_per_second": 0.2,
                                                           "requests_waiting": 41.0}), "queue", "kv_cache_pressure"),
-    ("kv full and requests wait for blocks", _inputs(stages=QUEUED, signals={"kv_cache_usage_ratio": 0.96,
+    ("kv full and requests wait for blocks", _inputs(stages=QUEUED, signals={"kv_cache_usage_p90": 0.96,
                                                                           "requests_waiting": 12.0}),
      "queue", "kv_cache_pressure"),
-    ("long prompts", _inputs(stages=PREFILL, signals={"prompt_tokens_per_request": 1600.0}), "prefill",
-     "long_prompts"),
-    ("long prompts queue behind long prefills", _inputs(stages=QUEUED, signals={"prompt_tokens_per_request": 1600.0,
-                                                                              "requests_waiting": 3.0}),
-     "queue", "long_prompts"),
+    ("long prompts", _inputs(stages=PREFILL, signals={"prompt_tokens_per_request": 1600.0,
+                                                      "prompt_tokens_p90": 4000.0}), "prefill", "long_prompts"),
+    ("long prompts queue behind long prefills (engine without a prompt histogram)", _inputs(
+        stages=QUEUED, signals={"prompt_tokens_per_request": 1600.0, "requests_waiting": 3.0},
+        drop=("prompt_tokens_p90",)), "queue", "long_prompts"),
     ("gpu throttled", _inputs((TPOT,), SLOW_DECODE, {"gpu_throttle_reasons": 2.0, "gpu_sm_clock_ratio": 0.5}),
      "decode", "gpu_throttled"),
     ("throttle reason with full clocks is no throttling", _inputs((TPOT,), SLOW_DECODE, {"gpu_throttle_reasons": 1.0}),
@@ -79,7 +80,7 @@ CASES = [
     ("network, head time with a calm serving CPU", _inputs(stages=NET, signals={"network_measured": 0.0}),
      "network", "network"),
     # precedence: a restart explains a full KV cache after it; a sick GPU beats throttling; kv beats capacity
-    ("restart before kv pressure", _inputs(stages=QUEUED, signals={"engine_restarts": 1.0, "kv_cache_usage_ratio": 1.0,
+    ("restart before kv pressure", _inputs(stages=QUEUED, signals={"engine_restarts": 1.0, "kv_cache_usage_p90": 1.0,
                                                                  "preemptions_per_second": 1.0}), "queue",
      "engine_restart"),
     ("unhealthy before throttled", _inputs((TPOT,), SLOW_DECODE, {"gpu_health_problems": 1.0,
@@ -104,8 +105,27 @@ CASES = [
     ("no stage explains the increase", _inputs(stages={"ttft": 2.4, "queue": 0.3, "prefill": 0.4}), "none",
      "unknown"),
     ("no stage readings at all", _inputs(drop=("network", "queue", "prefill")), "none", "unknown"),
-    ("kv full but no preemptions", _inputs(stages=QUEUED, signals={"kv_cache_usage_ratio": 0.99}), "queue",
+    ("kv full but no preemptions", _inputs(stages=QUEUED, signals={"kv_cache_usage_p90": 0.99}), "queue",
      "unknown"),
+    # the KV rule reads the window's high quantile: preemptions free blocks at some scrapes and a cache that
+    # filled a few seconds ago still has a low mean over the window, while the queue it causes is already there
+    ("kv full at p90 while preemptions pull the mean down", _inputs(stages=QUEUED, signals={
+        "kv_cache_usage_ratio": 0.62, "kv_cache_usage_p90": 0.97, "preemptions_per_second": 0.3,
+        "requests_waiting": 9.0}), "queue", "kv_cache_pressure"),
+    ("kv mean high but never full (p90 below 0.85)", _inputs(stages=QUEUED, signals={
+        "kv_cache_usage_ratio": 0.86, "kv_cache_usage_p90": 0.84, "requests_waiting": 9.0}), "queue", "capacity"),
+    # long prompts: the mean and (from the engine's prompt-length histogram) the p90 both rose
+    ("long prompts slow decoding", _inputs((TPOT,), SLOW_DECODE, {"prompt_tokens_per_request": 1600.0,
+                                                                  "prompt_tokens_p90": 4000.0, "request_rate": 3.5}),
+     "decode", "long_prompts"),
+    ("a burst moves the mean, not the p90: not long prompts", _inputs((TPOT,), SLOW_DECODE, {
+        "prompt_tokens_per_request": 1000.0, "prompt_tokens_p90": 1100.0}), "decode", "unknown"),
+    ("fewer short requests finish: the p90 jumps, the mean does not", _inputs(stages=QUEUED, signals={
+        "prompt_tokens_per_request": 700.0, "prompt_tokens_p90": 2500.0, "kv_cache_usage_p90": 0.97,
+        "preemptions_per_second": 0.3, "requests_waiting": 9.0}), "queue", "kv_cache_pressure"),
+    ("long prompts that fill the KV cache are long prompts", _inputs(stages=QUEUED, signals={
+        "prompt_tokens_per_request": 1600.0, "prompt_tokens_p90": 4000.0, "kv_cache_usage_p90": 0.97,
+        "preemptions_per_second": 0.3, "requests_waiting": 9.0}), "queue", "long_prompts"),
 ]
 
 
@@ -169,13 +189,47 @@ def test_readme_has_the_generated_cause_table() -> None:
     assert markdown() in readme, "paste sloguard.diagnose.rules.markdown() into README.md 'Diagnosis'"
 
 
-def test_a_cause_is_named_once_it_held_twice_in_a_row() -> None:
-    from sloguard.diagnose.engine import confirm
+def _v(cause: str) -> Verdict:
+    stage = "none" if cause in ("none", "unknown") else "queue"
+    return Verdict("chat", 0.0, stage, cause, 1.0 if cause != "unknown" else 0.0)  # type: ignore[arg-type]
 
-    raw = decide(_inputs(stages=QUEUED, signals={"requests_waiting": 41.0}))
-    first = confirm(raw, 1, None)
-    assert first.cause == "unknown" and first.lever.startswith("confirming capacity") and first.stage == "queue"
-    assert confirm(raw, 2, first) is raw  # held twice: named
-    assert confirm(raw, 1, raw) is raw  # already published: a stable verdict does not flicker
-    healthy = decide(_inputs(breaches=()))
-    assert confirm(healthy, 1, raw) is healthy  # back to healthy at once
+
+KV, CAP, LONG = "kv_cache_pressure", "capacity", "long_prompts"
+# (case, per evaluation: the causes whose rows held in precedence order ("none"/"unknown" alone), published causes)
+CONFIRM_CASES = [
+    ("held at two in a row", [(CAP,), (CAP,), (CAP,)], ["unknown", CAP, CAP]),
+    ("one burst never names a cause", [(LONG,), ("none",), (LONG,), ("unknown",)], ["unknown", "none", "unknown",
+                                                                                  "unknown"]),
+    # consecutive agreement (the old rule) answered unknown here for ever: KV pressure and the queue it ends
+    # in alternate as the first row that holds
+    ("kv and capacity alternate", [(KV,), (CAP,), (KV,), (CAP,), (KV,)], ["unknown", "unknown", KV, CAP, KV]),
+    ("a row that held at 2 of 3", [(CAP,), ("unknown",), (CAP,)], ["unknown", "unknown", CAP]),
+    ("kept while it holds, a row above only flickers", [(CAP,), (CAP,), (KV, CAP), (CAP,), (KV, CAP)],
+     ["unknown", CAP, CAP, CAP, KV]),
+    ("the row below counts while the one above is first", [(KV, CAP), (CAP,)], ["unknown", CAP]),
+    ("a confirmed row above replaces it", [(CAP,), (CAP,), (KV, CAP), (KV, CAP)], ["unknown", CAP, CAP, KV]),
+    ("back to healthy at once", [(CAP,), (CAP,), ("none",)], ["unknown", CAP, "none"]),
+]
+
+
+@pytest.mark.parametrize(("case", "steps", "published"), CONFIRM_CASES, ids=[c[0] for c in CONFIRM_CASES])
+def test_confirmation_with_hysteresis(case: str, steps: list[tuple[str, ...]], published: list[str]) -> None:
+    from sloguard.diagnose.confirm import Confirmer
+
+    c, last, got = Confirmer(), None, []
+    for held in steps:
+        last = c.publish([_v(x) for x in held], last)
+        got.append(last.cause)
+    assert got == published
+
+
+def test_confirming_says_what_and_keeps_the_stage() -> None:
+    from sloguard.diagnose.confirm import Confirmer
+    from sloguard.diagnose.engine import candidates
+
+    raw = candidates(_inputs(stages=QUEUED, signals={"requests_waiting": 41.0, "kv_cache_usage_p90": 0.97,
+                                                     "preemptions_per_second": 0.3}))
+    assert [v.cause for v in raw] == [KV, CAP]  # every row that holds, in precedence order
+    first = Confirmer().publish(raw, None)
+    assert first.cause == "unknown" and first.stage == "queue"
+    assert first.lever.startswith("confirming kv_cache_pressure")

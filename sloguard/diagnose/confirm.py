@@ -1,0 +1,52 @@
+"""Confirmation with hysteresis: which of an evaluation's candidate verdicts to publish (pure, clock-free).
+
+A cause is named once its rule held at K of the last N evaluations (this one included) and holds now; a named
+cause is kept while its rule still holds, even where a row above it in precedence holds at single evaluations
+(a signal at its threshold flickers around it); a row above it replaces it once that row is confirmed too.
+An evaluation with no breach (cause none) publishes none at once and starts the count afresh.
+Until a cause is confirmed the verdict reads `unknown` ("confirming ..."). One burst of noise (one
+evaluation) never names a cause; strict agreement at consecutive evaluations is not asked for, because two
+causes whose rules both hold near their thresholds (KV pressure and the queue it ends in) alternate as the
+first holding row and would keep each other unconfirmed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from collections.abc import Iterable, Sequence
+
+from sloguard.diagnose.model import Verdict
+
+K, N = 2, 3  # held at 2 of the last 3 evaluations
+UNNAMED = ("none", "unknown")
+
+
+class Confirmer:
+    """Per SLO, the causes whose rules held at each of the last N evaluations; not thread-safe (event loop)."""
+
+    def __init__(self, k: int = K, n: int = N) -> None:
+        self.k, self.n = k, n
+        self._held: dict[str, deque[frozenset[str]]] = {}
+
+    def publish(self, cands: Sequence[Verdict], published: Verdict | None) -> Verdict:
+        """Return the verdict to publish from `engine.candidates` (precedence order) and the one published last."""
+        first = cands[0]
+        held = self._held.setdefault(first.slo, deque(maxlen=self.n))
+        if first.cause == "none":  # no breach: the next breach is a new episode and confirms afresh
+            held.clear()
+        held.append(frozenset(v.cause for v in cands if v.cause not in UNNAMED))
+        if first.cause in UNNAMED:
+            return first
+        kept = published.cause if published is not None else ""
+        for v in cands:
+            if v.cause == kept or sum(v.cause in h for h in held) >= self.k:
+                return v
+        return dataclasses.replace(first, cause="unknown", confidence=0.0,
+                                   lever=f"confirming {first.cause}: it must hold at {self.k} of the last "
+                                         f"{self.n} evaluations")
+
+    def forget(self, keep: Iterable[str]) -> None:
+        """Drop the history of SLOs not in `keep` (removed from the config)."""
+        names = set(keep)
+        self._held = {s: h for s, h in self._held.items() if s in names}
