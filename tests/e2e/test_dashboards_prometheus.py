@@ -92,6 +92,8 @@ def _has_gpu() -> bool:
 def _daemon_config(sim: str, listen: str, state: Path, gpu: bool) -> dict[str, Any]:
     return {
         "version": "sloguard/v1", "listen": listen, "state_dir": str(state), "evaluation_interval": "1s",
+        # Baselines span one diagnosis window before stage excess is exported: 10 s, not the default 5 min.
+        "diagnose": {"window": "10s"},
         "targets": [{"name": "sim", "engine": "vllm", "metrics_url": f"{sim}/metrics", "api_url": sim,
                      "model": "sim-llama-3-8b",
                      "scrape_interval": "1s", "scrape_timeout": "900ms",
