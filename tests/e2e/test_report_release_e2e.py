@@ -13,7 +13,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.procs import ROOT, Proc, free_port, http_get, http_post, metric_value, simulator, start_daemon, wait_until
+from support.procs import (
+    ROOT,
+    Proc,
+    free_port,
+    http_get,
+    http_post,
+    metric_value,
+    sim_target,
+    simulator,
+    start_daemon,
+    wait_until,
+)
 from support.slack_double import TOKEN_ENV, SlackDouble
 
 from sloguard.sim.simulator import DEFAULT_ENGINE_VERSION
@@ -22,20 +33,14 @@ pytestmark = pytest.mark.e2e
 
 
 def config(sim: Proc, port: int, state: Path, slack: SlackDouble, release: str) -> str:
+    target = sim_target(sim, f"    labels: {{release: {release}, team: llm}}")
     return f"""\
 version: sloguard/v1
 listen: "127.0.0.1:{port}"
 state_dir: "{state}"
 evaluation_interval: 500ms
 targets:
-  - name: sim
-    engine: vllm
-    metrics_url: {sim.url}/metrics
-    api_url: {sim.url}
-    model: sim-llama-3-8b
-    scrape_interval: 1s
-    scrape_timeout: 900ms
-    labels: {{release: {release}, team: llm}}
+{target}
 probes:
   - {{name: sim-chat, target: sim, api: chat, interval: 200ms, timeout: 190ms, max_tokens: 16,
      prompts: [{{tokens: 64, weight: 2}}, {{tokens: 512, weight: 1}}]}}
