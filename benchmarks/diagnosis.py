@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,8 +72,10 @@ class Lane:
     pid_file: str = ""
     causes: list[tuple[float, str, str]] = field(default_factory=list)  # (t since injection, stage, cause)
     breach_t: float | None = None
+    pre_breach: bool = False  # the objective already missed at injection (no breach after injection to time)
     summary: str = ""
     why: list[tuple[float, str]] = field(default_factory=list)  # (t, lever) whenever an unknown's lever changes
+    trace: list[dict[str, Any]] = field(default_factory=list)  # every poll's diagnosis (--trace)
 
     @property
     def expected(self) -> str:
@@ -154,6 +157,10 @@ def _observe(lanes: list[Lane], base: str, t0: float, observe: float) -> None:
             slo = by.get(lane.name) or {}
             d = slo.get("diagnosis") or {}
             cause, stage = d.get("cause", "none"), d.get("stage", "none")
+            lane.trace.append({"t": round(t, 2), "objectives": [(o["metric"], o["window"], o["compliant"])
+                                                                 for o in slo.get("objectives", [])],
+                               "cause": cause, "stage": stage, "lever": d.get("lever", ""),
+                               "evidence": d.get("evidence_text", [])})
             if cause == "unknown" and (not lane.why or lane.why[-1][1] != d.get("lever", "")):
                 lane.why.append((round(t, 1), d.get("lever", "")))
             if not lane.causes or lane.causes[-1][2] != cause:
@@ -161,8 +168,10 @@ def _observe(lanes: list[Lane], base: str, t0: float, observe: float) -> None:
                 if cause not in ("none", "unknown") and not lane.summary:
                     lane.summary = d.get("summary", "")
             shortest = min((o["window"] for o in slo.get("objectives", [])), key=_secs, default=None)
-            if t >= 0 and lane.breach_t is None and any(o["window"] == shortest and o["compliant"] is False
-                                                        for o in slo.get("objectives", [])):
+            missed = any(o["window"] == shortest and o["compliant"] is False for o in slo.get("objectives", []))
+            if t < 0:
+                lane.pre_breach = missed  # as of the last poll before injection
+            elif lane.breach_t is None and missed:
                 lane.breach_t = t
         time.sleep(EVAL_S / 2)
 
@@ -207,6 +216,20 @@ def verdict_of(lane: Lane) -> str:
     return after[0] if after else "none/unknown"
 
 
+def time_to_verdict(lane: Lane) -> float | None:
+    """Return seconds from injection to the first correct verdict, or None."""
+    return next((t for t, _, c in lane.causes if t >= 0 and c == lane.expected), None)
+
+
+def lag_of(lane: Lane) -> float | None:
+    """Return correct verdict − objective breach in evaluation intervals; None without both, or when the
+    objective already missed at injection (a lane breaching before its fault has no breach after it to time)."""
+    v = time_to_verdict(lane)
+    if v is None or lane.breach_t is None or lane.pre_breach:
+        return None
+    return (v - lane.breach_t) / EVAL_S
+
+
 def report(lanes: list[Lane]) -> None:
     faulted = [lane for lane in lanes if lane.fault]
     healthy = [lane for lane in lanes if not lane.fault]
@@ -233,12 +256,20 @@ def report(lanes: list[Lane]) -> None:
         runs = [lane for lane in faulted if lane.fault == fault]
         if not runs:
             continue
-        ttv = [next((t for t, _, c in lane.causes if t >= 0 and c == lane.expected), None) for lane in runs]
-        lag = [None if v is None or lane.breach_t is None else (v - lane.breach_t) / EVAL_S
-               for v, lane in zip(ttv, runs, strict=True)]
+        ttv = [time_to_verdict(lane) for lane in runs]
+        lag = [lag_of(lane) for lane in runs]
         fmt = ", ".join("—" if v is None else f"{v:.1f}s" for v in ttv)
-        lags = ", ".join("—" if v is None else f"{v:+.0f}" for v in lag)
+        lags = ", ".join("pre" if lane.pre_breach else "—" if v is None else f"{v:+.0f}"
+                         for v, lane in zip(lag, runs, strict=True))
         print(f"  {fault:15} to verdict: {fmt}   vs breach: {lags}")
+    timed = [v for lane in faulted if (v := lag_of(lane)) is not None]
+    pre = [lane.name for lane in faulted if lane.pre_breach]
+    if timed:
+        print(f"verdict − breach over {len(timed)} runs that breached after injection and got the right verdict: "
+              f"median {statistics.median(timed):+.1f}, max {max(timed):+.1f} evaluation intervals; within 2: "
+              f"{sum(v <= 2 for v in timed)}/{len(timed)} (goal: within 2)")
+    if pre:
+        print(f"  objective already missed at injection (lag not timed, 'pre'): {', '.join(pre)}")
     print("\nexample verdict lines:")
     for fault in FAULTS:
         lane = next((lane for lane in right if lane.fault == fault and lane.summary), None)
@@ -249,7 +280,7 @@ def report(lanes: list[Lane]) -> None:
         print(f"  WRONG {lane.name} ({lane.fault or 'healthy'}): {lane.causes}")
     print("\nwhy unknown (after injection), faulted runs whose right verdict came > 2 intervals after the breach:")
     for lane in faulted:
-        ttv = next((t for t, _, c in lane.causes if t >= 0 and c == lane.expected), None)
+        ttv = time_to_verdict(lane)
         if lane.breach_t is not None and (ttv is None or ttv - lane.breach_t > 2 * EVAL_S):
             print(f"  {lane.name}: breach {lane.breach_t:.1f}s, verdict {ttv}: "
                   f"{[w for w in lane.why if w[0] >= 0][:8]}")
@@ -258,7 +289,6 @@ def report(lanes: list[Lane]) -> None:
 def cost(slos: int = 20, hours: float = 1.0) -> None:
     """Print the time one Diagnoser.step takes for `slos` probe SLOs with an hour of 1 result/s each."""
     import random
-    import statistics
 
     from sloguard.clock import FakeClock
     from sloguard.config.load import load_config_text
@@ -308,6 +338,7 @@ def main() -> int:
     ap.add_argument("--faults", default=",".join(FAULTS))
     ap.add_argument("--seed-base", type=int, default=100, help="simulator seeds: faulted runs base+0..seeds-1, "
                     "healthy runs base+400.. (validate on seeds not tuned on, e.g. --seed-base 1000)")
+    ap.add_argument("--trace", default="", help="write every poll's diagnosis per lane to this JSON file")
     ap.add_argument("--cost", action="store_true", help="only measure the diagnosis step's own cost")
     args = ap.parse_args()
     if args.cost:
@@ -329,6 +360,9 @@ def main() -> int:
     print(f"\n{len(done)} runs in {time.monotonic() - t0:.0f}s, {os.cpu_count()} CPUs, evaluation every {EVAL_S:g}s, "
           f"diagnosis window {args.window:g}s, seed base {base}, load average {os.getloadavg()}")
     report(done)
+    if args.trace:
+        Path(args.trace).write_text(json.dumps({lane.name: {"breach_t": lane.breach_t, "trace": lane.trace}
+                                                for lane in done}))
     return 0
 
 

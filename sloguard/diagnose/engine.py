@@ -4,9 +4,13 @@
 2. The breach furthest over its threshold whose rise a stage explains names the whole (TTFT, TPOT, ...).
    Its parts are stages (PARTS); the stage whose value rose most above its own healthy baseline is the bottleneck, if it
    explains at least MIN_SHARE of the whole's rise and rose by at least MIN_RISE of its baseline. TPOT,
-   ITL and decode breaches are the decode stage itself.
+   ITL and decode breaches are the decode stage itself. Where more of the whole's requests than its tail
+   (1 − q) have no per-request stages (cut short before the server's record), the whole's quantile may
+   consist of those alone: the stage must then explain MIN_SHARE of the stages' summed rise instead.
 3. The first RULES row (precedence order) that can explain that stage and whose conditions hold names the
    cause. No row: `unknown`, naming the signals that were not available to the rows that could explain it.
+   A breach no stage explains is named only by a row marked `unlocated` (an engine restart: its failed and
+   cut-short requests have no stages, and it explains every symptom after it); else `unknown`.
 """
 
 from __future__ import annotations
@@ -100,6 +104,8 @@ def locate(breach: Breach, inp: Inputs) -> tuple[Stage | None, float | None, lis
     rise = rises[stage] or 0.0
     whole = inp.readings.get(breach.metric)
     whole_rise = whole.excess if whole is not None else None
+    if whole is not None and whole.uncovered > 1.0 - breach.quantile:
+        whole_rise = sum(v for v in rises.values() if v)  # the whole's tail may hold no staged request at all
     share = min(1.0, rise / whole_rise) if whole_rise else None
     if rise <= 0.0 or (share is not None and share < MIN_SHARE):
         ev = [_stage_evidence(inp.readings[p], breach.metric, None) for p in rises if rises[p] is not None]
@@ -110,6 +116,20 @@ def locate(breach: Breach, inp: Inputs) -> tuple[Stage | None, float | None, lis
 def _context(inp: Inputs, shown: Iterable[Evidence]) -> list[Evidence]:
     have = {e.signal for e in shown}
     return [Evidence(s, inp.signals[s], "context", True) for s in CONTEXT if s in inp.signals and s not in have]
+
+
+def _named(rule: CauseRule, inp: Inputs, stage: Stage, share: float | None,
+           shown: tuple[Evidence, ...]) -> Verdict | None:
+    """Return the verdict naming the row's cause when its conditions hold, else None."""
+    holds, ev, _ = apply(rule, inp)
+    if not holds:
+        return None
+    conf = (share if share is not None else 1.0) * (0.8 if any(e.value is None for e in ev) else 1.0)
+    reading = inp.readings.get(stage)
+    conf *= 0.8 if reading is not None and reading.source == "server" else 1.0
+    evidence = (*shown, *ev)
+    return Verdict(inp.slo, inp.now, stage, rule.cause, round(conf, 2), (*evidence, *_context(inp, evidence)),
+                   rule.lever, share=share)
 
 
 def decide(inp: Inputs) -> Verdict:
@@ -130,24 +150,24 @@ def candidates(inp: Inputs) -> tuple[Verdict, ...]:
     located = [(b, locate(b, inp)) for b in ordered]
     breach, (stage, share, stage_ev, missing) = next(((b, got) for b, got in located if got[0] is not None),
                                                       located[0])
-    head = Evidence(f"p{breach.quantile * 100:g} {breach.metric}", breach.value, f"> {breach.threshold:g}s", True)
+    compared = f"≥, requests cut short could exceed {breach.threshold:g}s" if breach.censored else \
+        f"> {breach.threshold:g}s"
+    head = Evidence(f"p{breach.quantile * 100:g} {breach.metric}", breach.value, compared, True)
     if stage is None:
-        return (Verdict(inp.slo, inp.now, "none", "unknown", 0.0, (head, *stage_ev), missing=tuple(missing),
-                        lever="no single stage explains the increase", breach=breach, share=share),)
+        named = [v for v in (_named(rule, inp, "none", None, (head, *stage_ev)) for rule in RULES if rule.unlocated)
+                 if v is not None]
+        return tuple(dataclasses.replace(v, breach=breach) for v in named) or (
+            Verdict(inp.slo, inp.now, "none", "unknown", 0.0, (head, *stage_ev), missing=tuple(missing),
+                    lever="no single stage explains the increase", breach=breach, share=share),)
     missing, out = [], []
     for rule in RULES:
         if stage not in rule.stages:
             continue
-        holds, ev, gaps = apply(rule, inp)
-        if holds:
-            conf = (share if share is not None else 1.0) * (0.8 if any(e.value is None for e in ev) else 1.0)
-            reading = inp.readings.get(stage)
-            conf *= 0.8 if reading is not None and reading.source == "server" else 1.0
-            evidence = (head, *stage_ev, *ev)
-            out.append(Verdict(inp.slo, inp.now, stage, rule.cause, round(conf, 2),
-                               (*evidence, *_context(inp, evidence)), rule.lever, breach=breach, share=share))
+        verdict = _named(rule, inp, stage, share, (head, *stage_ev))
+        if verdict is not None:
+            out.append(dataclasses.replace(verdict, breach=breach))
         elif not out:
-            missing += [g for g in gaps if g not in missing]
+            missing += [g for g in apply(rule, inp)[2] if g not in missing]
     if out:
         return tuple(out)
     lever = ("make available: " + ", ".join(missing)) if missing else "no known cause matches the evidence"

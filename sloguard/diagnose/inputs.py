@@ -3,18 +3,23 @@
 A breach needs both: the objective misses over the diagnosis window (so the verdict describes now) and the
 SLO's own status says it misses over its shortest window (so a handful of slow probes in a short window
 cannot produce a verdict on a healthy SLO). Objectives, goodput thresholds (at the goodput target's
-quantile) and stage budgets (p95) all count.
+quantile) and stage budgets (p95) all count. Both judge a probe quantile alike: one that requests cut short
+(timed out, failed) could move above the threshold misses (sloguard.slo.evaluate), so the diagnosis sees the
+breach at the evaluation the SLO does, not once enough requests complete slowly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from sloguard.diagnose.model import Breach, Reading
 from sloguard.slo.evaluate import QuantileReader, ServerReader
 from sloguard.slo.model import SLO, SLOStatus
 from sloguard.slo.stages import STAGE_QS, breakdown
 from sloguard.windows import bounds
+from sloguard.windows.probe import Quantile
 
 WHOLES = ("ttft", "ttfot", "tpot", "itl", "e2e", "decode")
 Quantiles = dict[str, tuple[tuple[float, float, float], ...]]  # name -> per STAGE_QS (value, lo, hi)
@@ -52,6 +57,52 @@ def quantiles(slo: SLO, probe: QuantileReader | None, server: ServerReader | Non
     return out, sources
 
 
+class CensoredReader(Protocol):
+    def censored_quantiles(self, metric: str, qs: Sequence[float]) -> tuple[Quantile, ...] | None:
+        """Return each quantile with whether requests cut short could move it, or None without a value."""
+        ...
+
+
+def censor(q: Quantiles, sources: Sources, probe: CensoredReader | None) -> Quantiles:
+    """Return q with every probe whole's quantile that cut-short requests could move open above (hi = inf)."""
+    if probe is None:
+        return q
+    out = dict(q)
+    for name in WHOLES:
+        if sources.get(name) != "probe" or name not in q:
+            continue
+        got = probe.censored_quantiles(name, STAGE_QS)
+        if got is not None:
+            out[name] = tuple((v, lo, math.inf if c.censored else hi) for (v, lo, hi), c in zip(q[name], got,
+                                                                                                 strict=True))
+    return out
+
+
+def gaps(probe: CensoredReader | None, sources: Sources) -> dict[str, float]:
+    """Return per probe whole the share of its requests that no per-request stage covers.
+
+    Stages measured from the server's record cover only the requests that have one; a request cut short before
+    its record (timed out, failed) or before the event (a censored TTFT) has no stages. When that share is
+    above a quantile's tail (1 − q), the whole's quantile can consist of such requests alone, and comparing a
+    stage's rise with the whole's says nothing (engine.locate compares it with the stages' rises instead).
+    """
+    if probe is None:
+        return {}
+    recorded = None
+    if any(src == "request" for src in sources.values()):
+        got = probe.censored_quantiles("request_queue", (0.5,))
+        recorded = 0 if got is None else got[0].count
+    out = {}
+    for name in WHOLES:
+        got = probe.censored_quantiles(name, (0.5,)) if sources.get(name) == "probe" else None
+        if got is None or got[0].count == 0:
+            continue
+        n = got[0].count
+        covered = n - got[0].censored_count if recorded is None else min(n, recorded)
+        out[name] = 1.0 - covered / n
+    return out
+
+
 def _wanted(slo: SLO) -> list[tuple[str, float, float]]:
     """Return (metric, quantile, threshold) of every objective, goodput threshold and stage budget."""
     out = [(o.metric, o.quantile, o.threshold) for o in slo.objectives]
@@ -87,7 +138,9 @@ def breaches(status: SLOStatus, q: Quantiles) -> tuple[Breach, ...]:
     """Return the objectives that miss over the diagnosis window and over the SLO's shortest window.
 
     A value from an engine histogram is an interval: it misses only when even its lower end is over the
-    threshold (queue p95 somewhere in vLLM's first bucket [0, 0.3 s] does not miss a 100 ms budget).
+    threshold (queue p95 somewhere in vLLM's first bucket [0, 0.3 s] does not miss a 100 ms budget). A probe
+    quantile open above (censor()) misses as the SLO's own status judges it: requests cut short could put it
+    over the threshold; its value is then the lower bound.
     """
     missed = _slo_misses(status)
     out = []
@@ -95,21 +148,24 @@ def breaches(status: SLOStatus, q: Quantiles) -> tuple[Breach, ...]:
         got = q.get(metric)
         if metric not in missed or got is None:
             continue
-        value, lo, _ = got[nearest_q(quantile)]
-        if lo > threshold:
-            out.append(Breach(metric, quantile, value, threshold))
+        value, lo, hi = got[nearest_q(quantile)]
+        if lo > threshold or math.isinf(hi):
+            out.append(Breach(metric, quantile, value, threshold, censored=lo <= threshold))
     return tuple(out)
 
 
 def readings(q: Quantiles, sources: Sources, at: float, baselines: Mapping[str, float],
-             budgets: Mapping[str, float]) -> dict[str, Reading]:
-    """Return every stage's and whole's reading at the quantile nearest `at`, with its baseline and budget."""
+             budgets: Mapping[str, float], uncovered: Mapping[str, float] | None = None) -> dict[str, Reading]:
+    """Return every stage's and whole's reading at the quantile nearest `at`, with its baseline and budget.
+
+    `uncovered`: gaps(), each whole's share of requests without per-request stages.
+    """
     i = nearest_q(at)
     out = {}
     for name, values in q.items():
         value, lo, hi = values[i]
         out[name] = Reading(name, value, lo, hi, sources.get(name, ""), baselines.get(key(name, STAGE_QS[i])),
-                            budgets.get(name) if i == nearest_q(0.95) else None)
+                            budgets.get(name) if i == nearest_q(0.95) else None, (uncovered or {}).get(name, 0.0))
     return out
 
 

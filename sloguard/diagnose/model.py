@@ -26,6 +26,7 @@ class Breach:
     quantile: float
     value: float
     threshold: float
+    censored: bool = False  # value is a lower bound at or under the threshold: requests cut short could exceed it
 
     @property
     def severity(self) -> float:
@@ -40,6 +41,8 @@ class Reading:
     `lo`/`hi`: the interval the true quantile lies in (equal for per-request quantiles); `source`: request
     (measured from the server's record), probe (measured by the probe), server (engine histogram, bounded).
     `baseline`: the median of this reading over recent healthy evaluations; None until enough exist.
+    `uncovered`: for a whole, the share of its requests that have no per-request stages (cut short before the
+    server's record or the event); its tail may consist of them alone (inputs.gaps).
     """
 
     stage: str
@@ -49,6 +52,7 @@ class Reading:
     source: str
     baseline: float | None = None
     budget: float | None = None
+    uncovered: float = 0.0
 
     @property
     def excess(self) -> float | None:

@@ -12,12 +12,14 @@ fills because the prompts grew is the prompts' doing, while a smaller cache does
 capacity last before network, because queues are what every other cause ends in too.
 
 Signals (sloguard.diagnose.signals; all over the diagnosis window unless said):
-  requests_waiting, requests_running, kv_cache_usage_ratio (means of the scrapes), kv_cache_usage_p90 (the
+  requests_waiting, requests_running, kv_cache_usage_ratio (means of the scrapes in the window's last quarter:
+  instantaneous state, read as recent as the breach it explains), kv_cache_usage_p90 (the
   usage reached at ≥ 10% of the scrapes: a full cache that preemptions briefly relieve, or that just filled,
   reads full, where the mean lags), preemptions_per_second, request_rate (finished requests/s),
   prompt_tokens_per_request (mean) and prompt_tokens_p90 (from the engine's prompt-length histogram, where it
-  has one: both must rise, so neither a burst of a few long prompts (the mean only) nor fewer short requests
-  finishing (the p90 at a mass boundary of the mix) reads as longer prompts), prefix_cache_hit_ratio,
+  has one, over the window's last quarter when ≥ 10 requests finished in it: both must rise, so neither a
+  burst of a few long prompts (the mean only) nor fewer short requests finishing (the p90 at a mass boundary
+  of the mix) reads as longer prompts), prefix_cache_hit_ratio,
   engine_restarts / cold_starts (within diagnose.restart_hold), serving_cpu_cores (busiest serving process
   of the target, CPU seconds per second), gpu_throttle_reasons (active clock-event reasons that slow a busy
   GPU), gpu_sm_clock_ratio (SM clock / max, lowest GPU), gpu_health_problems (sick-GPU reasons that hold),
@@ -55,6 +57,7 @@ class CauseRule:
     any_of: tuple[Condition, ...] = ()
     lever: str = ""  # the short, specific action (the verdict line)
     detail: str = ""  # why, and what else to check (evidence, README)
+    unlocated: bool = False  # also explains a breach no stage explains (engine.candidates)
 
 
 ALL = frozenset({"network", "queue", "prefill", "decode"})
@@ -65,7 +68,9 @@ RULES: tuple[CauseRule, ...] = (
     CauseRule("engine_restart", ALL, any_of=(C("engine_restarts", ">=", 1), C("cold_starts", ">=", 1, optional=True)),
               lever="find why it restarted (crash, OOM) and gate readiness on warm-up",
               detail="a restart resets the engine's counters and its cold start recompiles graphs and refills "
-                     "caches: check the engine log for the crash or OOM, and keep a warm spare replica"),
+                     "caches: check the engine log for the crash or OOM, and keep a warm spare replica; the "
+                     "requests it cut short have no stages, so it also names a breach no stage explains",
+              unlocated=True),
     CauseRule("gpu_unhealthy", ENGINE,
               any_of=(C("gpu_health_problems", ">=", 1), C("canary_degraded", ">=", 1, optional=True)),
               lever="drain the node and reset or replace the GPU",
@@ -142,5 +147,6 @@ def markdown() -> str:
         any_of = " or ".join(_condition(c) for c in r.any_of)
         evidence = "; ".join(x for x in (needs, f"one of: {any_of}" if any_of and needs else any_of) if x)
         stages = ", ".join(s for s in ("network", "queue", "prefill", "decode") if s in r.stages)
+        stages += " (or none located)" if r.unlocated else ""
         rows.append(f"| {i} | `{r.cause}` | {stages} | {evidence} | **{r.lever}**: {r.detail} |")
     return "\n".join(rows) + "\n"

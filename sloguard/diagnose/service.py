@@ -100,6 +100,7 @@ class Diagnoser:
             probe = None if found is None else found.view(self.window, now)
         reader = ServerReader(server, slo.target, self.window, now) if server is not None else None
         q, sources = inputs.quantiles(slo, probe, reader, self.window)
+        q = inputs.censor(q, sources, probe)
         sig, notes = self._signals(slo.target, server, samples, now)
         if "network" in sources:
             sig["network_measured"] = 1.0 if sources["network"] == "request" else 0.0
@@ -107,7 +108,7 @@ class Diagnoser:
         base = self._baselines.setdefault(slo.name, Baselines(self._horizon, min_span=self.window))
         at = max(found_breaches, key=lambda b: b.severity).quantile if found_breaches else 0.95
         learned = base.all()
-        readings = inputs.readings(q, sources, at, learned, slo.budgets)
+        readings = inputs.readings(q, sources, at, learned, slo.budgets, inputs.gaps(probe, sources))
         self._excess[slo.name] = {s: r.excess for s, r in inputs.readings(q, sources, 0.95, learned, {}).items()
                                   if r.excess is not None}
         cands = candidates(Inputs(slo.name, now, self.window, found_breaches, readings, sig, learned, notes))

@@ -24,6 +24,13 @@ THROTTLE_PROBLEMS = frozenset({"hw_slowdown", "hw_thermal_slowdown", "hw_power_b
 GAUGES = ("requests_waiting", "requests_running", "kv_cache_usage_ratio")
 KV_Q = 0.9  # kv_cache_usage_p90: the usage reached at ≥ 10% of the window's scrapes (history.Series.quantile)
 PROMPT_Q = 0.9  # prompt_tokens_p90: the prompt length ≥ 10% of the window's requests reached
+# Instantaneous state (waiting requests, prompt lengths) is read over the window's most recent quarter, like the
+# serving CPU: a mean over the whole window reaches its threshold only once the state has filled a large part of
+# it, i.e. several evaluations after the latency that the state causes breached (a queue that has just formed
+# is a queue). The SLO breach the verdict explains is itself judged over the window, and the baselines are
+# learned from the same recent reads, so both sides of every comparison are alike.
+RECENT = 0.25
+MIN_PROMPTS = 10  # a recent prompt-length histogram with fewer requests falls back to the whole window
 
 
 class ServerLike(Protocol):
@@ -50,7 +57,10 @@ class ServerLike(Protocol):
 
 def _prompt_length(series: Series, server: ServerLike, target: str, names: Collection[str],
                    finished: Collection[str], window: float, now: float) -> dict[str, float]:
-    """Return prompt_tokens_per_request (mean) and, from a histogram, prompt_tokens_p90 over the window.
+    """Return prompt_tokens_per_request (mean) and, from a histogram, prompt_tokens_p90 over the recent window.
+
+    The histogram over the window's last quarter (RECENT) where it holds MIN_PROMPTS requests, else over the
+    whole window.
 
     From the engine's per-request prompt-length histogram where it has one (vLLM `request_prompt_tokens`:
     observed at finish, exact): its mean and its p90. The mean of a heavy-tailed mix moves with two or three
@@ -60,7 +70,9 @@ def _prompt_length(series: Series, server: ServerLike, target: str, names: Colle
     finished requests when it ends, so the requests in between (the running count's growth) started too, or
     a surge would read as longer prompts.
     """
-    h = server.histogram(target, None, "prompt_length", window, now)
+    h = server.histogram(target, None, "prompt_length", window * RECENT, now)
+    if h is None or h.count < MIN_PROMPTS:
+        h = server.histogram(target, None, "prompt_length", window, now)
     if h is not None and h.count > 0:
         p90 = histo.quantile(PROMPT_Q, h)
         return {"prompt_tokens_per_request": h.sum / h.count} | ({} if p90 is None else {"prompt_tokens_p90": p90})
@@ -94,7 +106,7 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
     """Return the engine signals of a target over the diagnosis window (restarts over `hold`)."""
     out: dict[str, float] = {}
     for gauge in GAUGES:
-        value = series.mean(f"{target}/{gauge}", window, now)
+        value = series.mean(f"{target}/{gauge}", window * RECENT, now)
         if value is not None:
             out[gauge] = value
     kv_high = series.quantile(f"{target}/kv_cache_usage_ratio", KV_Q, window, now)
@@ -147,7 +159,7 @@ def host_signals(series: Series, processes: Sequence[str], window: float, hold: 
     out: dict[str, float] = {}
     notes: dict[str, str] = {}
     # CPU over the last quarter of the window: a process that just became CPU-bound shows it at once.
-    rates = {p: r for p in processes if (r := series.rate(f"process/{p}/cpu", window / 4, now)) is not None}
+    rates = {p: r for p in processes if (r := series.rate(f"process/{p}/cpu", window * RECENT, now)) is not None}
     if rates:
         busiest = max(rates, key=lambda p: rates[p])
         out["serving_cpu_cores"], notes["serving_cpu_cores"] = rates[busiest], f"process {busiest}"

@@ -47,6 +47,8 @@ def line(v: Verdict) -> str:
         return ""
     b = v.breach
     head = f"p{b.quantile * 100:g} {b.metric} {seconds(b.value)} > {seconds(b.threshold)}"
+    if b.censored:  # the value is a lower bound under the threshold: requests cut short could exceed it
+        head = f"p{b.quantile * 100:g} {b.metric} ≥ {seconds(b.value)}, requests cut short > {seconds(b.threshold)}"
     where: str = v.stage if v.stage != "none" else "no single stage"
     if v.share is not None and v.stage != "none":
         where += f": {v.share:.0%} of the {b.metric} increase"

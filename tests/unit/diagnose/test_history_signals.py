@@ -86,14 +86,17 @@ def test_series_quantile_is_the_nearest_rank_of_the_window() -> None:
 
 
 def test_kv_pressure_reads_the_window_p90_not_the_mean() -> None:
-    """A cache that filled 4 s into a 20 s window (one preemption dip): mean 0.25, p90 0.95."""
+    """A cache that filled 4 s before the end of a 20 s window (one preemption dip): p90 0.95.
+
+    The mean of the recent quarter (the last 5 scrapes, with the dip) is 0.72: under the 0.85 the rule needs.
+    """
     server, series = ServerWindows(), Series(horizon=600.0)
     for i in range(20):
         kv = 0.1 if i < 16 else (0.95, 0.97, 0.6, 0.96)[i - 16]
         server.add(_view(float(i), 2.0 * i, 100.0 * i, 0.0, waiting=0.0, running=4.0, kv=kv))
         record_engine(series, server, "t")
     sig = engine_signals(series, server, "t", window=20.0, hold=60.0, now=19.0)
-    assert sig["kv_cache_usage_ratio"] == pytest.approx(0.254) and sig["kv_cache_usage_p90"] == 0.95
+    assert sig["kv_cache_usage_ratio"] == pytest.approx(0.716) and sig["kv_cache_usage_p90"] == 0.95
 
 
 def _prompts(ts: float, short: int, long: int, scale: float = 1.0) -> ServerView:
@@ -149,3 +152,27 @@ def test_gpu_signals_from_nvml_series_and_the_canary() -> None:
     assert sig == {"gpu_throttle_reasons": 1.0, "gpu_health_problems": 1.0, "gpu_sm_clock_ratio": 0.6,
                    "canary_degraded": 0.0}
     assert notes["gpu_health_problems"] == "GPU-1:row_remap_pending"
+
+
+def test_a_queue_that_has_just_formed_reads_at_once() -> None:
+    """Waiting is instantaneous state: read over the window's last quarter, a queue 5 s old reads 4, not 1."""
+    server, series = ServerWindows(), Series(horizon=600.0)
+    for i in range(21):
+        server.add(_view(float(i), 2.0 * i, 100.0 * i, 0.0, waiting=4.0 if i > 15 else 0.0, running=4.0, kv=0.3))
+        record_engine(series, server, "t")
+    sig = engine_signals(series, server, "t", window=20.0, hold=60.0, now=20.0)
+    assert sig["requests_waiting"] == 4.0 and sig["requests_running"] == 4.0
+
+
+@pytest.mark.parametrize(("recent_long", "recent_short", "mean"), [
+    (6, 6, (6 * 8000.0 + 6 * 128.0) / 12),  # ≥ 10 requests finished in the last quarter: they alone count
+    (1, 2, (1 * 8000.0 + 42 * 128.0) / 43),  # fewer: the whole window, not three requests' mean
+])
+def test_prompt_length_reads_the_recent_quarter_when_it_holds_enough_requests(recent_long: int, recent_short: int,
+                                                                              mean: float) -> None:
+    server, series = ServerWindows(), Series(horizon=600.0)
+    server.add(_prompts(0.0, 0, 0))
+    server.add(_prompts(15.0, 40, 0))
+    server.add(_prompts(20.0, 40 + recent_short, recent_long))
+    sig = engine_signals(series, server, "t", window=20.0, hold=60.0, now=20.0)
+    assert sig["prompt_tokens_per_request"] == pytest.approx(mean)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import pytest
@@ -43,6 +44,14 @@ def _inputs(breaches: tuple[Breach, ...] = (TTFT,), stages: Mapping[str, float] 
                   {k: v for k, v in BASELINES.items() if k not in drop})
 
 
+def _uncovered(inp: Inputs, share: float) -> Inputs:
+    """Return inp with `share` of TTFT's requests lacking per-request stages (cut short before the record)."""
+    return dataclasses.replace(inp, readings={**inp.readings, "ttft": dataclasses.replace(inp.readings["ttft"],
+                                                                                          uncovered=share)})
+
+
+CUT_TPOT = Breach("tpot", 0.95, 0.045, 0.05, censored=True)
+TIMED_OUT = {"ttft": 4.9, "queue": 0.9, "prefill": 0.5}
 QUEUED = {"ttft": 2.4, "queue": 2.2}
 PREFILL = {"ttft": 2.4, "prefill": 2.2}
 SLOW_DECODE = {"tpot": 0.05, "decode": 0.05}
@@ -126,6 +135,19 @@ CASES = [
     ("long prompts that fill the KV cache are long prompts", _inputs(stages=QUEUED, signals={
         "prompt_tokens_per_request": 1600.0, "prompt_tokens_p90": 4000.0, "kv_cache_usage_p90": 0.97,
         "preemptions_per_second": 0.3, "requests_waiting": 9.0}), "queue", "long_prompts"),
+    # a restart explains every symptom after it, also a breach of requests it cut short (they have no stages)
+    ("restart names a breach no stage explains", _inputs(stages={"ttft": 4.9}, signals={"engine_restarts": 1.0}),
+     "none", "engine_restart"),
+    ("no stage explains it and no restart: unknown", _inputs(stages={"ttft": 4.9}, signals={"requests_waiting": 9.0}),
+     "none", "unknown"),
+    # timed-out requests (no server record) hold TTFT's tail: the queue explains most of what the stages rose by
+    ("whole's tail without stages: the stages' rise decides", _uncovered(_inputs(
+        stages=TIMED_OUT, signals={"requests_waiting": 9.0}), 0.2), "queue", "capacity"),
+    ("whole's tail staged: the queue is a fifth of the rise", _uncovered(_inputs(
+        stages=TIMED_OUT, signals={"requests_waiting": 9.0}), 0.04), "none", "unknown"),
+    # TPOT p95 a lower bound under the objective, requests cut short could exceed it: the SLO misses, so do we
+    ("cut-short TPOT breach is the decode stage", _inputs((CUT_TPOT,), {"tpot": 0.045, "decode": 0.045}, {
+        "gpu_throttle_reasons": 2.0, "gpu_sm_clock_ratio": 0.4}), "decode", "gpu_throttled"),
 ]
 
 
@@ -166,6 +188,13 @@ def test_the_line_reads_like_the_issue() -> None:
     assert text.startswith("p95 ttft 2.4s > 1s — queue: 100% of the ttft increase")
     assert "41 waiting" in text and "KV cache 60%" in text and text.endswith("→ capacity: add replicas or lower "
                                                                              "max concurrency")
+
+
+def test_a_cut_short_breach_reads_as_a_lower_bound() -> None:
+    v = decide(CASES[[c[0] for c in CASES].index("cut-short TPOT breach is the decode stage")][1])
+    assert line(v).startswith("p95 tpot ≥ 45ms, requests cut short > 50ms — decode")
+    v = decide(CASES[[c[0] for c in CASES].index("restart names a breach no stage explains")][1])
+    assert line(v).startswith("p95 ttft 2.4s > 1s — no single stage; 1 engine restarts")
 
 
 def test_bounded_readings_lower_the_confidence() -> None:
