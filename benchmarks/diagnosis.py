@@ -73,6 +73,8 @@ class Lane:
     causes: list[tuple[float, str, str]] = field(default_factory=list)  # (t since injection, stage, cause)
     breach_t: float | None = None
     pre_breach: bool = False  # the objective already missed at injection (no breach after injection to time)
+    breach_at: float | None = None  # the daemon's evaluation time of the first breach seen after injection
+    verdict_at: float | None = None  # ... and of the first correct verdict seen after injection
     summary: str = ""
     why: list[tuple[float, str]] = field(default_factory=list)  # (t, lever) whenever an unknown's lever changes
     trace: list[dict[str, Any]] = field(default_factory=list)  # every poll's diagnosis (--trace)
@@ -160,9 +162,11 @@ def _observe(lanes: list[Lane], base: str, t0: float, observe: float) -> None:
             lane.trace.append({"t": round(t, 2), "objectives": [(o["metric"], o["window"], o["compliant"])
                                                                  for o in slo.get("objectives", [])],
                                "cause": cause, "stage": stage, "lever": d.get("lever", ""),
-                               "evidence": d.get("evidence_text", [])})
+                               "evidence": d.get("evidence_text", []), "signals": d.get("signals", {})})
             if cause == "unknown" and (not lane.why or lane.why[-1][1] != d.get("lever", "")):
                 lane.why.append((round(t, 1), d.get("lever", "")))
+            if t >= 0 and lane.verdict_at is None and cause == lane.expected and lane.fault:
+                lane.verdict_at = d.get("at")
             if not lane.causes or lane.causes[-1][2] != cause:
                 lane.causes.append((t, stage, cause))
                 if cause not in ("none", "unknown") and not lane.summary:
@@ -172,7 +176,7 @@ def _observe(lanes: list[Lane], base: str, t0: float, observe: float) -> None:
             if t < 0:
                 lane.pre_breach = missed  # as of the last poll before injection
             elif lane.breach_t is None and missed:
-                lane.breach_t = t
+                lane.breach_t, lane.breach_at = t, slo.get("evaluated_at")
         time.sleep(EVAL_S / 2)
 
 
@@ -223,11 +227,14 @@ def time_to_verdict(lane: Lane) -> float | None:
 
 def lag_of(lane: Lane) -> float | None:
     """Return correct verdict − objective breach in evaluation intervals; None without both, or when the
-    objective already missed at injection (a lane breaching before its fault has no breach after it to time)."""
-    v = time_to_verdict(lane)
-    if v is None or lane.breach_t is None or lane.pre_breach:
+    objective already missed at injection (a lane breaching before its fault has no breach after it to time).
+
+    Counted between the daemon's own evaluation times (the verdict's `at`, the status's `evaluated_at`) of
+    the first polls that show each, not between poll times (polls every half interval add their jitter).
+    """
+    if lane.verdict_at is None or lane.breach_at is None or lane.pre_breach:
         return None
-    return (v - lane.breach_t) / EVAL_S
+    return round((lane.verdict_at - lane.breach_at) / EVAL_S)
 
 
 def report(lanes: list[Lane]) -> None:
@@ -266,7 +273,7 @@ def report(lanes: list[Lane]) -> None:
     pre = [lane.name for lane in faulted if lane.pre_breach]
     if timed:
         print(f"verdict − breach over {len(timed)} runs that breached after injection and got the right verdict: "
-              f"median {statistics.median(timed):+.1f}, max {max(timed):+.1f} evaluation intervals; within 2: "
+              f"median {statistics.median(timed):+.0f}, max {max(timed):+.0f} evaluation intervals; within 2: "
               f"{sum(v <= 2 for v in timed)}/{len(timed)} (goal: within 2)")
     if pre:
         print(f"  objective already missed at injection (lag not timed, 'pre'): {', '.join(pre)}")

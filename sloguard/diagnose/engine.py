@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable
 
 from sloguard.diagnose.model import Breach, Evidence, Inputs, Reading, Stage, Verdict
@@ -80,7 +81,8 @@ def _rise(r: Reading) -> float | None:
 def _stage_evidence(r: Reading, whole: str, share: float | None) -> Evidence:
     ref = f"baseline {r.baseline:.3g}s" if r.baseline is not None else f"budget {r.budget:.3g}s"
     share_text = f", {share:.0%} of the {whole} increase" if share is not None else ""
-    interval = "" if r.lo == r.hi else f" (within [{r.lo:.3g}, {r.hi:.3g}]s, from engine histograms)"
+    interval = "" if r.lo == r.hi else " (at least: requests cut short)" if math.isinf(r.hi) else \
+        f" (within [{r.lo:.3g}, {r.hi:.3g}]s, from engine histograms)"
     return Evidence(f"{r.stage}", r.value, f"{ref} (+{r.excess or 0.0:.3g}s{share_text}){interval}", True,
                     r.source)
 

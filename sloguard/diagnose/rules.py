@@ -15,11 +15,12 @@ Signals (sloguard.diagnose.signals; all over the diagnosis window unless said):
   requests_waiting, requests_running, kv_cache_usage_ratio (means of the scrapes in the window's last quarter:
   instantaneous state, read as recent as the breach it explains), kv_cache_usage_p90 (the
   usage reached at ≥ 10% of the scrapes: a full cache that preemptions briefly relieve, or that just filled,
-  reads full, where the mean lags), preemptions_per_second, request_rate (finished requests/s),
-  prompt_tokens_per_request (mean) and prompt_tokens_p90 (from the engine's prompt-length histogram, where it
-  has one, over the window's last quarter when ≥ 10 requests finished in it: both must rise, so neither a
-  burst of a few long prompts (the mean only) nor fewer short requests finishing (the p90 at a mass boundary
-  of the mix) reads as longer prompts), prefix_cache_hit_ratio,
+  reads full, where the mean lags), preemptions_per_second, request_rate (requests arriving per second over
+  the window's last quarter: finished plus the growth of running and waiting), prompt_tokens_per_request
+  (prompt tokens ÷ first tokens over the last quarter: the prompts prefilled now) and prompt_tokens_p90 (from
+  the engine's prompt-length histogram over the window, where it has one: both must rise, so neither a burst
+  of a few long prompts (the mean only) nor fewer short requests finishing (the p90 at a mass boundary of the
+  mix) reads as longer prompts), prefix_cache_hit_ratio,
   engine_restarts / cold_starts (within diagnose.restart_hold), serving_cpu_cores (busiest serving process
   of the target, CPU seconds per second), gpu_throttle_reasons (active clock-event reasons that slow a busy
   GPU), gpu_sm_clock_ratio (SM clock / max, lowest GPU), gpu_health_problems (sick-GPU reasons that hold),

@@ -44,6 +44,7 @@ class Diagnoser:
         self.verdicts: dict[str, Verdict] = {}
         self._baselines: dict[str, Baselines] = {}
         self._excess: dict[str, dict[str, float]] = {}
+        self._seen: dict[str, dict[str, dict[str, float | None]]] = {}  # slo -> signal -> value and baseline
         self._confirm = Confirmer()
         self.series = Series(horizon=cfg.diagnose.restart_hold + cfg.diagnose.window)
         self.reconfigure(cfg)
@@ -59,6 +60,7 @@ class Diagnoser:
             b.horizon, b.min_span = spec.baseline, spec.window
         self._horizon = spec.baseline
         self.verdicts = {n: v for n, v in self.verdicts.items() if n in names}
+        self._seen = {n: v for n, v in self._seen.items() if n in names}
         self._confirm.forget(names)
         single = cfg.targets[0].name if len(cfg.targets) == 1 else None
         self.processes: dict[str, list[str]] = {}
@@ -112,6 +114,7 @@ class Diagnoser:
         self._excess[slo.name] = {s: r.excess for s, r in inputs.readings(q, sources, 0.95, learned, {}).items()
                                   if r.excess is not None}
         cands = candidates(Inputs(slo.name, now, self.window, found_breaches, readings, sig, learned, notes))
+        self._seen[slo.name] = {k: {"value": v, "baseline": learned.get(k)} for k, v in sorted(sig.items())}
         verdict = self._confirm.publish(cands, self.verdicts.get(slo.name))
         if not found_breaches:
             base.record(now, {**inputs.healthy_values(q), **{k: v for k, v in sig.items()
@@ -141,7 +144,7 @@ class Diagnoser:
         """Return the SLO's verdict as JSON, or None when there is none (diagnosis off, not evaluated yet)."""
         v = self.verdicts.get(slo)
         return None if v is None else {**as_json(v), "window": format_duration(self.window),
-                                       "evidence_text": evidence_lines(v)}
+                                       "evidence_text": evidence_lines(v), "signals": self._seen.get(slo, {})}
 
     def decorate(self, doc: Mapping[str, Any]) -> dict[str, Any]:
         """Return the /api/v1/slos document with each SLO's `diagnosis`."""

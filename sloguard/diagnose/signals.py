@@ -57,31 +57,57 @@ class ServerLike(Protocol):
 
 def _prompt_length(series: Series, server: ServerLike, target: str, names: Collection[str],
                    finished: Collection[str], window: float, now: float) -> dict[str, float]:
-    """Return prompt_tokens_per_request (mean) and, from a histogram, prompt_tokens_p90 over the recent window.
+    """Return prompt_tokens_per_request (mean of the prompts prefilled recently) and prompt_tokens_p90.
 
-    The histogram over the window's last quarter (RECENT) where it holds MIN_PROMPTS requests, else over the
-    whole window.
-
-    From the engine's per-request prompt-length histogram where it has one (vLLM `request_prompt_tokens`:
-    observed at finish, exact): its mean and its p90. The mean of a heavy-tailed mix moves with two or three
-    long prompts (a burst, not a shift); the p90 moves only when ≥ 10% of the window's requests got longer, but
-    jumps a bucket when fewer short requests finish (probes that time out): the rule asks both to rise.
-    Else prompt-token counter ÷ requests started: prompt tokens count when a request's prefill is done,
-    finished requests when it ends, so the requests in between (the running count's growth) started too, or
-    a surge would read as longer prompts.
+    The mean: prompt tokens ÷ first tokens (the TTFT histogram's count), both counted when a request's prefill
+    ends, so it is the prompts the engine works on now: the larger of the window's last quarter (where it holds
+    MIN_PROMPTS first tokens) and the whole window. A shift shows in the last quarter first and stays in the
+    whole window while few long prefills complete in a quarter (each one blocks the engine for longer).
+    The per-request prompt-length histogram (vLLM `request_prompt_tokens`) is observed at finish: a long
+    prompt shows there only after its whole decode, and while long requests jam the engine the recent
+    finishes are mostly the short ones. That histogram's p90 over the whole window is the shape check: the
+    mean of a heavy-tailed mix moves with two or three long prompts (a burst, not a shift); the p90 moves
+    only when ≥ 10% of the window's requests got longer (the rule asks both to rise). Without a TTFT
+    histogram: the histogram's mean; without either, prompt-token counter ÷ requests started (finished +
+    the running count's growth: prefilled but not finished yet).
     """
-    h = server.histogram(target, None, "prompt_length", window * RECENT, now)
-    if h is None or h.count < MIN_PROMPTS:
-        h = server.histogram(target, None, "prompt_length", window, now)
+    out: dict[str, float] = {}
+    h = server.histogram(target, None, "prompt_length", window, now)
     if h is not None and h.count > 0:
-        p90 = histo.quantile(PROMPT_Q, h)
-        return {"prompt_tokens_per_request": h.sum / h.count} | ({} if p90 is None else {"prompt_tokens_p90": p90})
+        out["prompt_tokens_per_request"] = h.sum / h.count
+        if (p90 := histo.quantile(PROMPT_Q, h)) is not None:
+            out["prompt_tokens_p90"] = p90
+    if "prompt_tokens" not in names:
+        return out
+    means = []
+    for span in (window * RECENT, window):
+        first = server.histogram(target, None, "ttft", span, now)
+        prompts = server.increase(target, ("prompt_tokens",), span, now)
+        if first is not None and prompts is not None and first.count >= MIN_PROMPTS:
+            means.append(prompts[0] / first.count)
+    if means:
+        return out | {"prompt_tokens_per_request": max(means)}
     done = server.increase(target, finished, window, now) if finished else None
-    prompts = server.increase(target, ("prompt_tokens",), window, now) if "prompt_tokens" in names else None
-    if done is None or prompts is None:
-        return {}
+    prompts = server.increase(target, ("prompt_tokens",), window, now)
+    if out or done is None or prompts is None:
+        return out
     started = done[0] + (series.change(f"{target}/requests_running", window, now) or 0.0)
     return {"prompt_tokens_per_request": prompts[0] / started} if started > 0 else {}
+
+
+def _arrivals(series: Series, server: ServerLike, target: str, finished: Collection[str], window: float,
+              now: float) -> float | None:
+    """Return requests arriving per second over the window's last quarter: finished + growth of running and waiting.
+
+    Conservation, not the finish rate: a surge first grows the batch and the queue (fewer finish, not more),
+    and an engine that slows down finishes fewer requests without any more arriving.
+    """
+    span = window * RECENT
+    done = server.increase(target, finished, span, now) if finished else None
+    if done is None or done[1] <= 0:
+        return None
+    grew = sum(series.change(f"{target}/{g}", span, now) or 0.0 for g in ("requests_running", "requests_waiting"))
+    return max(0.0, done[0] + grew) / done[1]
 
 
 def record_engine(series: Series, server: ServerLike, target: str) -> None:
@@ -116,9 +142,8 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
     finished = {n for n in names if n.startswith("finished:")}
     if "preemptions" in names and (v := _rate(server, target, ("preemptions",), window, now)) is not None:
         out["preemptions_per_second"] = v
-    done = server.increase(target, finished, window, now) if finished else None
-    if done is not None and done[1] > 0:
-        out["request_rate"] = done[0] / done[1]
+    if (arriving := _arrivals(series, server, target, finished, window, now)) is not None:
+        out["request_rate"] = arriving
     out |= _prompt_length(series, server, target, names, finished, window, now)
     hits = server.increase(target, ("prefix_cache_hits",), window, now)
     queries = server.increase(target, ("prefix_cache_queries",), window, now)

@@ -32,7 +32,9 @@ FAULTS: list[tuple[str, dict[str, Any], tuple[str, ...], str]] = [
     ("long_prompts", {"prompt_scale": 4.0}, ("queue", "prefill", "decode"), "long_prompts"),
     ("gpu_throttle", {"gpu_clock_ratio": 0.35}, ("prefill", "decode"), "gpu_throttled"),
     ("cpu_burn", {"cpu_burn": 0.9}, ("network", "queue", "prefill", "decode"), "serving_cpu_bound"),
-    ("engine_restart", {"engine_restart_s": 3.0}, ("network", "queue", "prefill", "decode"), "engine_restart"),
+    # none: the restart's cut-short requests have no stages, and a restart explains a breach no stage explains
+    ("engine_restart", {"engine_restart_s": 3.0}, ("network", "queue", "prefill", "decode", "none"),
+     "engine_restart"),
 ]
 
 

@@ -66,7 +66,8 @@ def test_engine_signals_over_the_window() -> None:
         server.add(_view(float(i), 2.0 * i, 200.0 * i + 100.0 * i, float(i), waiting=3.0, running=2.0 + i, kv=0.5))
         record_engine(series, server, "t")
     sig = engine_signals(series, server, "t", window=10.0, hold=60.0, now=10.0)
-    assert sig["request_rate"] == pytest.approx(2.0) and sig["preemptions_per_second"] == pytest.approx(1.0)
+    # arrivals: 2 finished/s plus the running count's growth (1/s), not the 2/s that finish
+    assert sig["request_rate"] == pytest.approx(3.0) and sig["preemptions_per_second"] == pytest.approx(1.0)
     assert sig["requests_waiting"] == 3.0 and sig["kv_cache_usage_ratio"] == 0.5
     # 300 prompt tokens/s counted, 2 finished/s plus the running count's growth (1/s): 100 tokens/request
     assert sig["prompt_tokens_per_request"] == pytest.approx(100.0)
@@ -164,15 +165,29 @@ def test_a_queue_that_has_just_formed_reads_at_once() -> None:
     assert sig["requests_waiting"] == 4.0 and sig["requests_running"] == 4.0
 
 
-@pytest.mark.parametrize(("recent_long", "recent_short", "mean"), [
-    (6, 6, (6 * 8000.0 + 6 * 128.0) / 12),  # ≥ 10 requests finished in the last quarter: they alone count
-    (1, 2, (1 * 8000.0 + 42 * 128.0) / 43),  # fewer: the whole window, not three requests' mean
+def _prefills(ts: float, first: float, prompt: float, finished_128: float) -> ServerView:
+    """`first` first tokens and `prompt` prompt tokens so far; the prompt-length histogram holds 128-token finishes."""
+    bounds = (100.0, 200.0, 500.0, 1000.0, 2000.0, float("inf"))
+    ttft = Histogram(((1.0, first), (float("inf"), first)), first, 0.2 * first)
+    length = Histogram(tuple((b, finished_128 * (b >= 128.0)) for b in bounds), finished_128, 128.0 * finished_128)
+    return ServerView("t", "vllm", ts, {"m": ModelView("m", histograms={"ttft": ttft, "prompt_length": length},
+                                                       gauges={}, counters={"prompt_tokens": prompt},
+                                                       finished_by_reason={"stop": finished_128})})
+
+
+@pytest.mark.parametrize(("rate", "long_from", "mean"), [
+    (3.0, 15, 1024.0),  # 15 first tokens in the last quarter, all of 1024-token prompts: above the whole window's
+    (1.0, 15, (15 * 128.0 + 5 * 1024.0) / 20),  # 5 first tokens are too few: the whole window's prefills
+    (3.0, 5, (10 * 1024.0 + 10 * 128.0) / 20),  # long since 15 s ago, none just now: the whole window holds it
 ])
-def test_prompt_length_reads_the_recent_quarter_when_it_holds_enough_requests(recent_long: int, recent_short: int,
-                                                                              mean: float) -> None:
+def test_prompt_length_is_what_the_engine_prefills_now(rate: float, long_from: int, mean: float) -> None:
+    """Prompts got 8x longer `long_from` s into a 20 s window (until 5 s before its end when that is earlier)."""
     server, series = ServerWindows(), Series(horizon=600.0)
-    server.add(_prompts(0.0, 0, 0))
-    server.add(_prompts(15.0, 40, 0))
-    server.add(_prompts(20.0, 40 + recent_short, recent_long))
+    first = prompt = 0.0
+    for t in range(21):
+        server.add(_prefills(float(t), first, prompt, finished_128=rate * min(t, 15)))
+        long = long_from <= t < (15 if long_from < 15 else 20)
+        first, prompt = first + rate, prompt + rate * (1024.0 if long else 128.0)
     sig = engine_signals(series, server, "t", window=20.0, hold=60.0, now=20.0)
     assert sig["prompt_tokens_per_request"] == pytest.approx(mean)
+    assert sig["prompt_tokens_p90"] <= 200.0  # the finishes are still the short prompts
