@@ -77,11 +77,11 @@ RULES: tuple[CauseRule, ...] = (
               lever="drain the node and reset or replace the GPU",
               detail="the GPU reports faults (row remap, XID, uncorrectable ECC, PCIe link below max, canary "
                      "degraded): route traffic to healthy replicas"),
-    CauseRule("gpu_throttled", frozenset({"prefill", "decode"}),
+    CauseRule("gpu_throttled", ENGINE,
               needs=(C("gpu_throttle_reasons", ">=", 1), C("gpu_sm_clock_ratio", "<=", 0.9, optional=True)),
               lever="check cooling and power: the GPU clocks are held down",
               detail="power cap or thermal slowdown: check fans, inlet temperature, power limits and node power "
-                     "capping"),
+                     "capping; every step is slower, so requests also queue behind them"),
     CauseRule("long_prompts", ENGINE,
               needs=(C("prompt_tokens_per_request", ">", 0.0, vs_baseline=2.0),
                      C("prompt_tokens_p90", ">", 0.0, vs_baseline=2.0, optional=True)),
@@ -106,6 +106,13 @@ RULES: tuple[CauseRule, ...] = (
               lever="add replicas or lower max concurrency",
               detail="more load than the engine can serve: requests wait for a slot or share bigger batches; scale "
                      "out or shed/limit load at the gateway"),
+    # Before a queue forms, a surge shows as bigger batches; a slower engine grows its batch too (each request
+    # stays longer), so the batch counts only together with more requests arriving.
+    CauseRule("capacity", frozenset({"queue", "decode"}),
+              needs=(C("requests_running", ">=", 1.0, vs_baseline=2.0), C("request_rate", ">", 0.0, vs_baseline=1.2)),
+              lever="add replicas or lower max concurrency",
+              detail="more load than the engine can serve: more requests arrive and share bigger batches, each step "
+                     "slower; scale out or shed/limit load at the gateway"),
     CauseRule("network", frozenset({"network"}), needs=(C("network_measured", ">=", 1.0),),
               lever="check the gateway and the network path",
               detail="the time is spent outside the server's own record of the request: load balancer, gateway, "

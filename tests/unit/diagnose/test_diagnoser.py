@@ -81,6 +81,8 @@ def test_learns_while_healthy_then_names_the_cause() -> None:
     assert excess["queue"] > 1.0 and excess["network"] < 0.01
     doc = d.decorate({"slos": [{"name": "chat"}, {"name": "gone"}]})
     assert doc["slos"][0]["diagnosis"]["cause"] == "capacity" and doc["slos"][1]["diagnosis"] is None
+    seen = doc["slos"][0]["diagnosis"]["signals"]  # what the verdict was decided from, with the baselines
+    assert seen["requests_waiting"]["value"] == 12.0 and seen["requests_waiting"]["baseline"] == 0.0
 
 
 def test_disabled_and_reconfigured() -> None:
