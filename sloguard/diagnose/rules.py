@@ -15,9 +15,9 @@ Signals (sloguard.diagnose.signals; all over the diagnosis window unless said):
   requests_waiting, requests_running, kv_cache_usage_ratio (means of the scrapes in the window's last quarter:
   instantaneous state, read as recent as the breach it explains), kv_cache_usage_p90 (the
   usage reached at ≥ 10% of the scrapes: a full cache that preemptions briefly relieve, or that just filled,
-  reads full, where the mean lags), preemptions_per_second, request_rate (requests arriving per second over
-  the window's last quarter: finished plus the growth of running and waiting), prompt_tokens_per_request
-  (prompt tokens ÷ first tokens over the last quarter: the prompts prefilled now) and prompt_tokens_p90 (from
+  reads full, where the mean lags), preemptions_per_second, request_rate (requests arriving per second:
+  finished plus the growth of running and waiting), prompt_tokens_per_request (prompt tokens ÷ first tokens:
+  the prompts prefilled, not those finishing) and prompt_tokens_p90 (from
   the engine's prompt-length histogram over the window, where it has one: both must rise, so neither a burst
   of a few long prompts (the mean only) nor fewer short requests finishing (the p90 at a mass boundary of the
   mix) reads as longer prompts), prefix_cache_hit_ratio,
@@ -106,13 +106,6 @@ RULES: tuple[CauseRule, ...] = (
               lever="add replicas or lower max concurrency",
               detail="more load than the engine can serve: requests wait for a slot or share bigger batches; scale "
                      "out or shed/limit load at the gateway"),
-    # Before a queue forms, a surge shows as bigger batches; a slower engine grows its batch too (each request
-    # stays longer), so the batch counts only together with more requests arriving.
-    CauseRule("capacity", frozenset({"queue", "decode"}),
-              needs=(C("requests_running", ">=", 1.0, vs_baseline=2.0), C("request_rate", ">", 0.0, vs_baseline=1.2)),
-              lever="add replicas or lower max concurrency",
-              detail="more load than the engine can serve: more requests arrive and share bigger batches, each step "
-                     "slower; scale out or shed/limit load at the gateway"),
     CauseRule("network", frozenset({"network"}), needs=(C("network_measured", ">=", 1.0),),
               lever="check the gateway and the network path",
               detail="the time is spent outside the server's own record of the request: load balancer, gateway, "

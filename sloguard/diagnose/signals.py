@@ -24,13 +24,12 @@ THROTTLE_PROBLEMS = frozenset({"hw_slowdown", "hw_thermal_slowdown", "hw_power_b
 GAUGES = ("requests_waiting", "requests_running", "kv_cache_usage_ratio")
 KV_Q = 0.9  # kv_cache_usage_p90: the usage reached at ≥ 10% of the window's scrapes (history.Series.quantile)
 PROMPT_Q = 0.9  # prompt_tokens_p90: the prompt length ≥ 10% of the window's requests reached
-# Instantaneous state (waiting requests, prompt lengths) is read over the window's most recent quarter, like the
+# Gauges (waiting and running requests, KV usage) are read over the window's most recent quarter, like the
 # serving CPU: a mean over the whole window reaches its threshold only once the state has filled a large part of
 # it, i.e. several evaluations after the latency that the state causes breached (a queue that has just formed
-# is a queue). The SLO breach the verdict explains is itself judged over the window, and the baselines are
-# learned from the same recent reads, so both sides of every comparison are alike.
+# is a queue). Rates and means over requests (arrivals, prompt lengths) stay over the whole window: over a
+# quarter, healthy bursts reach the thresholds. The baselines are learned from the same reads.
 RECENT = 0.25
-MIN_PROMPTS = 10  # a recent prompt-length histogram with fewer requests falls back to the whole window
 
 
 class ServerLike(Protocol):
@@ -57,15 +56,14 @@ class ServerLike(Protocol):
 
 def _prompt_length(series: Series, server: ServerLike, target: str, names: Collection[str],
                    finished: Collection[str], window: float, now: float) -> dict[str, float]:
-    """Return prompt_tokens_per_request (mean of the prompts prefilled recently) and prompt_tokens_p90.
+    """Return prompt_tokens_per_request (mean of the prompts prefilled) and prompt_tokens_p90 over the window.
 
     The mean: prompt tokens ÷ first tokens (the TTFT histogram's count), both counted when a request's prefill
-    ends, so it is the prompts the engine works on now: the larger of the window's last quarter (where it holds
-    MIN_PROMPTS first tokens) and the whole window. A shift shows in the last quarter first and stays in the
-    whole window while few long prefills complete in a quarter (each one blocks the engine for longer).
-    The per-request prompt-length histogram (vLLM `request_prompt_tokens`) is observed at finish: a long
-    prompt shows there only after its whole decode, and while long requests jam the engine the recent
-    finishes are mostly the short ones. That histogram's p90 over the whole window is the shape check: the
+    ends, so it is the prompts the engine worked on, not those finishing. (Not the last quarter: in the traces
+    a few long prefills per quarter made it flicker from 1x to 4x its baseline, and a healthy cluster of long
+    prompts read as a shift.) The per-request prompt-length histogram (vLLM `request_prompt_tokens`) is
+    observed at finish: a long prompt shows there only after its whole decode, and while long requests jam
+    the engine the recent finishes are mostly the short ones. That histogram's p90 is the shape check: the
     mean of a heavy-tailed mix moves with two or three long prompts (a burst, not a shift); the p90 moves
     only when ≥ 10% of the window's requests got longer (the rule asks both to rise). Without a TTFT
     histogram: the histogram's mean; without either, prompt-token counter ÷ requests started (finished +
@@ -79,14 +77,10 @@ def _prompt_length(series: Series, server: ServerLike, target: str, names: Colle
             out["prompt_tokens_p90"] = p90
     if "prompt_tokens" not in names:
         return out
-    means = []
-    for span in (window * RECENT, window):
-        first = server.histogram(target, None, "ttft", span, now)
-        prompts = server.increase(target, ("prompt_tokens",), span, now)
-        if first is not None and prompts is not None and first.count >= MIN_PROMPTS:
-            means.append(prompts[0] / first.count)
-    if means:
-        return out | {"prompt_tokens_per_request": max(means)}
+    first = server.histogram(target, None, "ttft", window, now)
+    prompts = server.increase(target, ("prompt_tokens",), window, now)
+    if first is not None and prompts is not None and first.count > 0:
+        return out | {"prompt_tokens_per_request": prompts[0] / first.count}
     done = server.increase(target, finished, window, now) if finished else None
     prompts = server.increase(target, ("prompt_tokens",), window, now)
     if out or done is None or prompts is None:
@@ -97,16 +91,16 @@ def _prompt_length(series: Series, server: ServerLike, target: str, names: Colle
 
 def _arrivals(series: Series, server: ServerLike, target: str, finished: Collection[str], window: float,
               now: float) -> float | None:
-    """Return requests arriving per second over the window's last quarter: finished + growth of running and waiting.
+    """Return requests arriving per second over the window: finished + growth of running and waiting.
 
     Conservation, not the finish rate: a surge first grows the batch and the queue (fewer finish, not more),
-    and an engine that slows down finishes fewer requests without any more arriving.
+    and an engine that slows down finishes fewer requests without any more arriving. Over the whole window,
+    not its last quarter: a healthy stream's arrivals over 5 s reached 2.2x their baseline in a burst.
     """
-    span = window * RECENT
-    done = server.increase(target, finished, span, now) if finished else None
+    done = server.increase(target, finished, window, now) if finished else None
     if done is None or done[1] <= 0:
         return None
-    grew = sum(series.change(f"{target}/{g}", span, now) or 0.0 for g in ("requests_running", "requests_waiting"))
+    grew = sum(series.change(f"{target}/{g}", window, now) or 0.0 for g in ("requests_running", "requests_waiting"))
     return max(0.0, done[0] + grew) / done[1]
 
 

@@ -175,19 +175,13 @@ def _prefills(ts: float, first: float, prompt: float, finished_128: float) -> Se
                                                        finished_by_reason={"stop": finished_128})})
 
 
-@pytest.mark.parametrize(("rate", "long_from", "mean"), [
-    (3.0, 15, 1024.0),  # 15 first tokens in the last quarter, all of 1024-token prompts: above the whole window's
-    (1.0, 15, (15 * 128.0 + 5 * 1024.0) / 20),  # 5 first tokens are too few: the whole window's prefills
-    (3.0, 5, (10 * 1024.0 + 10 * 128.0) / 20),  # long since 15 s ago, none just now: the whole window holds it
-])
-def test_prompt_length_is_what_the_engine_prefills_now(rate: float, long_from: int, mean: float) -> None:
-    """Prompts got 8x longer `long_from` s into a 20 s window (until 5 s before its end when that is earlier)."""
+def test_prompt_length_is_what_the_engine_prefilled_not_what_finished() -> None:
+    """Prompts got 8x longer 10 s into a 20 s window; none of the long ones has finished yet (decoding)."""
     server, series = ServerWindows(), Series(horizon=600.0)
     first = prompt = 0.0
     for t in range(21):
-        server.add(_prefills(float(t), first, prompt, finished_128=rate * min(t, 15)))
-        long = long_from <= t < (15 if long_from < 15 else 20)
-        first, prompt = first + rate, prompt + rate * (1024.0 if long else 128.0)
+        server.add(_prefills(float(t), first, prompt, finished_128=3.0 * min(t, 10)))
+        first, prompt = first + 3.0, prompt + 3.0 * (1024.0 if t >= 10 else 128.0)
     sig = engine_signals(series, server, "t", window=20.0, hold=60.0, now=20.0)
-    assert sig["prompt_tokens_per_request"] == pytest.approx(mean)
+    assert sig["prompt_tokens_per_request"] == pytest.approx((10 * 128.0 + 10 * 1024.0) / 20)
     assert sig["prompt_tokens_p90"] <= 200.0  # the finishes are still the short prompts

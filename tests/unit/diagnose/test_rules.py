@@ -135,9 +135,7 @@ CASES = [
     ("long prompts that fill the KV cache are long prompts", _inputs(stages=QUEUED, signals={
         "prompt_tokens_per_request": 1600.0, "prompt_tokens_p90": 4000.0, "kv_cache_usage_p90": 0.97,
         "preemptions_per_second": 0.3, "requests_waiting": 9.0}), "queue", "long_prompts"),
-    # a surge before any queue forms: bigger batches and more requests arriving; a slower engine's batch grows alone
-    ("surge: bigger batches, more arrivals", _inputs((TPOT,), SLOW_DECODE, {"requests_running": 9.0,
-                                                                          "request_rate": 2.6}), "decode", "capacity"),
+    # a slower engine grows its batch with the same arrivals: not load
     ("bigger batches, same arrivals: not load", _inputs((TPOT,), SLOW_DECODE, {"requests_running": 9.0}), "decode",
      "unknown"),
     ("a throttled GPU queues requests behind its slower steps", _inputs(stages=QUEUED, signals={
