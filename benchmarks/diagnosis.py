@@ -22,7 +22,11 @@ Run: .venv/bin/python benchmarks/diagnosis.py [--seeds 5] [--healthy 10] [--para
      (~25 min on 2 cores; tune on the default seeds, validate on --seed-base 1000)
      .venv/bin/python benchmarks/diagnosis.py --cost   (the diagnosis step's own cost per evaluation, ~1 min)
 
-Measured: see README "Diagnosis" (the figures of the last full runs on both seed sets).
+Measured (commit e0444b1's rules; README "Diagnosis" has the per-fault detail): default seeds, 1423 s, load
+average 0.2-3.3: right cause 31/35 = 89%, no false cause 9/10 healthy, verdict − breach median +1 interval,
+18/26 timed runs within 2 (6 "pre", max +30; before: median +11, 6/31). --seed-base 1000, 1416 s, load
+average 0.2-1.3: 27/35 = 77% (3 cpu_burn runs never breached), healthy 10/10, median +1, 14/23 within 2.
+Late verdicts left: capacity and long_prompts (rates/means over the window need time to pass 1.5x/2x).
 """
 
 from __future__ import annotations
