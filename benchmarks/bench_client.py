@@ -1,18 +1,20 @@
 """`sloguard bench` client capacity: timing error and client lag at 1-1024 streams, and the max rate per core.
 
-A raw-asyncio SSE server (its own process; keep-alive, chunked bodies, as vLLM answers) stamps
-`perf_counter_ns()` when a request has fully arrived and just before writing each event, keyed by the
-request's W3C trace id; on Linux `perf_counter_ns` is CLOCK_MONOTONIC, one clock for every process. The
-bench side is sloguard's own path: a WorkerPool with one worker process (one event loop) running
-closed-loop stages through the probes (`sloguard bench`'s code).
+A raw-asyncio SSE server (its own process; keep-alive, chunked bodies, as vLLM answers) stamps when a request
+has fully arrived (the kernel's receive stamp of its last segment, SO_TIMESTAMPNS, so its own busy loop does
+not make the truth late) and `perf_counter_ns()` just before writing each event, keyed by the request's W3C
+trace id; on Linux `perf_counter_ns` is CLOCK_MONOTONIC, one clock for every process. The bench side is
+sloguard's own path: a WorkerPool with one worker process (one event loop) running closed-loop stages through
+the probes (`sloguard bench`'s code).
 Joined by trace id, per request:
 - TTFT error = the bench's TTFT − the server's (first event sent − request received): transit both ways
   plus every client-side delay;
 - ITL error = the bench's per-request p50 gap − the server's p50 gap between sends;
 - client lag = the bench's send lag (closed loop: previous request ended → next one sent).
-The "raw floor" rows run the same streams with a bare asyncio.Protocol client that stamps in
-`data_received` (the least any Python client on this host can show: kernel, server and transit), in the
-same run. Bench minus floor is the bench client's own cost.
+Rows per stream count: the bench as shipped (kernel receive stamps, t0 at the request's write); the same
+worker with `SLOGUARD_KERNEL_STAMPS=0` (arrivals stamped in `data_received`); and a "raw floor": a bare
+asyncio.Protocol client stamping in `data_received` (the least a userspace-stamping Python client on this
+host can show).
 
 Event spacing grows with the stream count (ITL = max(20 ms, streams x 0.5 ms)), so from 64 streams up the
 server sends about the same ~2,000 events/s and ~220 requests/s: rows differ in how many streams one loop
@@ -31,6 +33,7 @@ import gc
 import json
 import multiprocessing as mp
 import os
+import socket
 import time
 import urllib.request
 from typing import Any
@@ -42,6 +45,7 @@ from sloguard.bench.order import StageOrder
 from sloguard.bench.pool import WorkerPool
 from sloguard.bench.record import RequestRecord
 from sloguard.bench.workload import WorkloadSpec
+from sloguard.probes import rxstamp
 from sloguard.probes.job import ProbeJob
 from sloguard.probes.sse import split
 
@@ -59,9 +63,12 @@ class _Conn(asyncio.Protocol):
 
     def __init__(self, srv: _Server) -> None:
         self.srv, self.buf, self.transport = srv, b"", None
+        self.clock: Any = time.perf_counter_ns
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
+        # The truth "request received" is when its bytes reached this host, not when this busy loop got to them.
+        self.clock = rxstamp.enable(transport) or time.perf_counter_ns
 
     def data_received(self, data: bytes) -> None:
         self.buf += data
@@ -73,7 +80,7 @@ class _Conn(asyncio.Protocol):
         size = int(headers.get("content-length", "0"))
         if len(body) < size:
             return
-        received = time.perf_counter_ns()
+        received = self.clock()
         self.buf = body[size:]
         _method, path, version = lines[0].split()
         if path.startswith("/control"):
@@ -134,6 +141,8 @@ def serve(port_out: Any) -> None:
     async def main() -> None:
         srv = _Server()
         server = await asyncio.get_running_loop().create_server(lambda: _Conn(srv), "127.0.0.1", 0, backlog=4096)
+        if rxstamp.SO_TIMESTAMPNS is not None:  # accepted sockets inherit it: a new connection's first request
+            server.sockets[0].setsockopt(socket.SOL_SOCKET, rxstamp.SO_TIMESTAMPNS, 1)  # (queued before accept)
         port_out.send(server.sockets[0].getsockname()[1])
         await asyncio.Event().wait()
     asyncio.run(main())
@@ -247,9 +256,21 @@ def job(base: str) -> ProbeJob:
                     prompts=((16, 1.0),))
 
 
+async def user_stamp_pool(base: str) -> WorkerPool:
+    """Return a one-worker pool whose worker stamps arrivals in userspace (kernel stamps switched off)."""
+    pool = WorkerPool(WorkloadSpec(job(base), seed=1))
+    os.environ["SLOGUARD_KERNEL_STAMPS"] = "0"  # read by the spawned worker when it opens connections
+    try:
+        await pool.ensure(1)
+    finally:
+        del os.environ["SLOGUARD_KERNEL_STAMPS"]
+    return pool
+
+
 async def concurrency_rows(base: str, port: int, streams_list: list[int], seconds: float) -> None:
     pool = WorkerPool(WorkloadSpec(job(base), seed=1))
     await pool.ensure(1)
+    user = await user_stamp_pool(base)
     head = ("streams", "client", "requests", "TTFT err p50", "TTFT err p99", "ITL err p50", "ITL err p99",
             "lag p50", "lag p99", "loop lag p99", "CPU/request (us)", "unmatched")
     print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
@@ -260,10 +281,15 @@ async def concurrency_rows(base: str, port: int, streams_list: list[int], second
             start = time.perf_counter_ns() + 300_000_000
             order = StageOrder(stage, "concurrency", start, streams=streams, end_s=seconds)
             records, loop_lag, cpu = await run_bench(pool, order)
-            log = control(base, "log")
-            b = bench_errors(records, log)
+            b = bench_errors(records, control(base, "log"))
+            order = StageOrder(stage, "concurrency", time.perf_counter_ns() + 300_000_000, streams=streams,
+                               end_s=seconds)
+            u_records, u_lag, u_cpu = await run_bench(user, order)
+            u = bench_errors(u_records, control(base, "log"))
             raw = raw_errors(await asyncio.to_thread(run_raw, port, streams, seconds), control(base, "log"))
-            rows = (("bench (1 worker)", b, f"{loop_lag * 1e3:.3f}", f"{cpu * 1e6:.0f}"), ("raw floor", raw, "-", "-"))
+            rows = (("bench (1 worker)", b, f"{loop_lag * 1e3:.3f}", f"{cpu * 1e6:.0f}"),
+                    ("bench, userspace stamps", u, f"{u_lag * 1e3:.3f}", f"{u_cpu * 1e6:.0f}"),
+                    ("raw floor (userspace)", raw, "-", "-"))
             for name, e, extra, per in rows:
                 cells = (str(streams), name, str(len(e["ttft"])), _ms(e["ttft"], 50), _ms(e["ttft"], 99),
                          _ms(e["itl"], 50), _ms(e["itl"], 99), _ms(e["lag"], 50), _ms(e["lag"], 99), extra,
@@ -276,6 +302,7 @@ async def concurrency_rows(base: str, port: int, streams_list: list[int], second
                       f"({p99:.2f} ms) |" + " |" * (len(head) - 2))
     finally:
         pool.close()
+        user.close()
 
 
 async def rate_rows(base: str, seconds: float) -> None:

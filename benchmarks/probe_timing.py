@@ -2,10 +2,10 @@
 
 A loopback SSE server (its own process) stamps `perf_counter_ns()` into each event just before writing it;
 the probe side (its own process, like the daemon's probe process) runs sloguard's `fetch` with the same
-incremental split + JSON decode per read as every probe (`Events`), so each event's arrival stamp (taken in
-`data_received`, see sloguard/probes/arrival.py) is compared with its send stamp. On Linux
-`perf_counter_ns` is CLOCK_MONOTONIC, one clock for every process. "late" counts reads the arrival hook
-missed (stamped at coroutine resume instead); it must be 0.
+incremental split + JSON decode per read as every probe (`Events`), so each event's arrival stamp (the
+kernel's receive stamp on Linux, see sloguard/probes/rxstamp.py and arrival.py) is compared with its
+send stamp. On Linux `perf_counter_ns` is CLOCK_MONOTONIC, one clock for every process. "late" counts reads
+the arrival hook missed (stamped at coroutine resume instead); it must be 0.
 
 Rows: 1, 16 and 64 concurrent streams, idle and while this process (the "daemon") holds 10k series in a
 prometheus_client registry whose /metrics is scraped every second; plus one row with the probe loop in

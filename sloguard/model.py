@@ -108,6 +108,7 @@ class ProbeResult:
     # (sloguard.probes.timing.ITL_BUCKETS, +Inf last) and their sum; bounded whatever the stream's length.
     itl_counts: tuple[int, ...] = ()
     itl_sum_s: float = 0.0
+    t0_ns: int = 0  # t0 on this process's perf_counter_ns clock (0: unknown): lets a load generator join it
 
 
-LIVE_ONLY_FIELDS = frozenset({"itl_counts", "itl_sum_s"})  # ProbeResult fields the store and JSON rows omit
+LIVE_ONLY_FIELDS = frozenset({"itl_counts", "itl_sum_s", "t0_ns"})  # ProbeResult fields the store and JSON rows omit

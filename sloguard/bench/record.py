@@ -50,9 +50,9 @@ class RequestRecord:
 
 
 def t0_offset(result: ProbeResult, sent_ns: int) -> int:
-    """Return the request's t0 in ns: the send stamp plus its connect time (the ~0.1 ms aiohttp spends
-    building the request before t0 is not added, so `*_sched_s` can be that much low, never high)."""
-    return sent_ns + int((result.connect_s or 0.0) * 1e9)
+    """Return the request's t0 in ns: the probe's own stamp (when the request was written), else the send
+    stamp plus its connect time (then `*_sched_s` can be low by the request's build time, never high)."""
+    return result.t0_ns or sent_ns + int((result.connect_s or 0.0) * 1e9)
 
 
 def to_json(rec: RequestRecord, good: dict[str, bool], load_kind: str, load: float) -> dict[str, Any]:

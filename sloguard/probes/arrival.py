@@ -5,14 +5,17 @@ reading coroutine resumes is late by the work of every coroutine resumed before 
 event loop calls each ready socket's `data_received` first and resumes coroutines afterwards, so a stamp
 there is late only by the other sockets' parsing (~15 x 10 us).
 
-How (aiohttp 3.9-3.14): `StampedResponse.start` wraps `data_received` of the connection's
-`ResponseHandler` once (an instance attribute; the transport looks the method up on every read). The
-wrapper stamps `perf_counter_ns()`, lets aiohttp parse the read (its C or Python parser feeds the body
-into the response's StreamReader inside that call), then logs `(stamp, StreamReader.total_bytes)`. The
-reader later cuts what it reads at those byte offsets, so every piece carries the stamp of the read that
-delivered it, however many reads one `readany()` joins. Bytes the hook did not see (an aiohttp change,
-or a whole response parsed and released inside one read) fall back to the resume stamp and are counted;
-tests/unit/probes/test_probe_arrival.py fails if the hook stops covering body bytes.
+How (aiohttp 3.9-3.14): the probe connector (`connection.FreshConnector`, before the request is written; else
+`StampedResponse.start`) wraps `data_received` of the connection's `ResponseHandler`, and its transport's
+`write` (the request's send stamp, t0), once (an instance attribute; the transport looks the method up on
+every read). The wrapper stamps the read (on Linux with the kernel's receive stamp of its last segment, see
+`rxstamp`, so not even the loop's own delay reaches the stamp; elsewhere `perf_counter_ns()`), lets aiohttp
+parse the read (its C or Python parser feeds the body into the response's StreamReader inside that call), then
+logs `(stamp, StreamReader.total_bytes)`. The reader later cuts what it reads at those byte offsets, so every
+piece carries the stamp of the read that delivered it, however many reads one `readany()` joins. Bytes the
+hook did not see (an aiohttp change, or a whole response parsed and released inside one read) fall back to the
+resume stamp and are counted; tests/unit/probes/test_probe_arrival.py fails if the hook stops covering body
+bytes.
 
 The same hook keeps what aiohttp loses or never says (aiohttp 3.14): the status line it saw (aiohttp drops a
 parsed head when later bytes of the same read are malformed), the error a connection ended with (a reset),
@@ -31,6 +34,8 @@ from typing import Any
 
 import aiohttp
 
+from sloguard.probes import rxstamp
+
 Clock = Callable[[], int]
 Mark = tuple[int, int]  # (arrival stamp ns, body bytes received up to and including that read)
 _ATTR = "_sloguard_arrivals"
@@ -40,9 +45,10 @@ READ_SIZE = 16 * 1024  # bytes per socket read on a probe connection (asyncio's 
 class Arrivals:
     """Per-connection log of reads: `marks` for the body being received, the last status line, how it ended."""
 
-    __slots__ = ("head_ns", "lost", "marks", "payload", "status")
+    __slots__ = ("head_ns", "lost", "marks", "payload", "sent_ns", "status")
 
     def __init__(self) -> None:
+        self.sent_ns = 0  # when the latest write on this connection was handed to the kernel
         self.payload: object | None = None
         self.marks: list[Mark] = []
         self.head_ns = 0  # arrival of the read that completed the current response's head (status line)
@@ -73,6 +79,10 @@ def install(protocol: Any, clock: Clock = time.perf_counter_ns) -> Arrivals:
     transport: Any = getattr(protocol, "transport", None)
     if isinstance(getattr(transport, "max_size", None), int):  # plain TCP transports (not TLS)
         transport.max_size = READ_SIZE
+    if clock is time.perf_counter_ns:  # an injected clock (tests) stays in charge
+        clock = rxstamp.enable(transport) or clock
+    if transport is not None:
+        _stamp_writes(transport, log)
 
     def data_received(data: bytes) -> None:
         t_ns = clock()
@@ -92,6 +102,25 @@ def install(protocol: Any, clock: Clock = time.perf_counter_ns) -> Arrivals:
     protocol.connection_lost = connection_lost
     setattr(protocol, _ATTR, log)
     return log
+
+
+def _stamp_writes(transport: Any, log: Arrivals) -> None:
+    """Stamp `log.sent_ns` as each write is handed to the kernel: t0 is when the request's last write began.
+
+    Stamped before the call, not after: on loopback the kernel delivers the bytes (and may run the server's
+    receive path and send its answer) inside `send()`, so a stamp after it is late by up to ~0.2 ms.
+    """
+    write, writelines = transport.write, transport.writelines
+
+    def stamped_write(data: Any) -> None:
+        log.sent_ns = time.perf_counter_ns()
+        write(data)
+
+    def stamped_writelines(chunks: Any) -> None:
+        log.sent_ns = time.perf_counter_ns()
+        writelines(chunks)
+
+    transport.write, transport.writelines = stamped_write, stamped_writelines
 
 
 def reset_status(protocol: Any) -> None:

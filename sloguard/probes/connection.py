@@ -16,7 +16,7 @@ from typing import Any
 
 import aiohttp
 
-from sloguard.probes.arrival import reset_status
+from sloguard.probes.arrival import install, reset_status
 
 SETTLE_S = 0.010  # a connection idle for less than this is not reused (its server may be about to close it)
 
@@ -57,4 +57,6 @@ class FreshConnector(aiohttp.TCPConnector):
                 proto.close()
         conn = await super().connect(req, traces, timeout)
         reset_status(conn.protocol)
+        if conn.protocol is not None:  # before the request is written: its writes are stamped (the probe's t0)
+            install(conn.protocol, getattr(getattr(req, "response_class", None), "clock", time.perf_counter_ns))
         return conn

@@ -1,14 +1,15 @@
 """Continuous loop-lag accounting for the probe process: how late an arrival stamp can be, measured always.
 
-A socket read is stamped when the loop runs its `data_received`, i.e. at the loop's next poll of the
-sockets; data that arrives while the loop runs callbacks waits until that busy period ends. BusyMeter wraps
-the loop selector's `select` (one call per loop iteration, ~0.3 us added) and records every busy period (from
-one poll's return to the next poll). An arrival at a random moment waits for the rest of the busy period it
-lands in, so over a window of T seconds, P(wait > x) = sum(max(0, B - x)) / T over the busy periods B; the
-reported `p99` is the x where that is 1 %, exact at bucket bounds (8 per octave), linear between. Nothing is
-sampled: a 100 ms stall shows in `max` whenever it happens, and in `p99` once stalls fill 1 % of the time.
-Sampling lag after the meter's own wake-ups (the previous design) missed stalls between samples.
-"""
+Where reads carry the kernel's receive stamp (Linux, plain TCP: `rxstamp`) loop lag no longer reaches arrival
+stamps, only when requests go out (open-loop send lag); elsewhere (TLS, other OSes) a socket read is stamped
+when the loop runs its `data_received`, i.e. at the loop's next poll of the sockets; data that arrives while
+the loop runs callbacks waits until that busy period ends. BusyMeter wraps the loop selector's `select` (one
+call per loop iteration, ~0.3 us added) and records every busy period (from one poll's return to the next
+poll). An arrival at a random moment waits for the rest of the busy period it lands in, so over a window of T
+seconds, P(wait > x) = sum(max(0, B - x)) / T over the busy periods B; the reported `p99` is the x where that
+is 1 %, exact at bucket bounds (8 per octave), linear between. Nothing is sampled: a 100 ms stall shows in
+`max` whenever it happens, and in `p99` once stalls fill 1 % of the time. Sampling lag after the meter's own
+wake-ups (the previous design) missed stalls between samples. """
 
 from __future__ import annotations
 

@@ -175,14 +175,15 @@ class ProbeMetrics:
         if self._overhead is not None:
             out.append(GaugeMetricFamily(
                 "sloguard_probe_timing_overhead_seconds",
-                "Probe process timing error bar: the p99 wait a socket read has before the probe loop stamps it "
-                "(time-weighted over every busy period of the loop in the last minute) plus clock read cost.",
+                "Probe process timing error bar: the p99 wait a socket read has before the probe loop reads it "
+                "(time-weighted over every busy period of the loop in the last minute) plus clock read cost; "
+                "arrivals with a kernel receive stamp (Linux, plain HTTP) are not subject to it, sends are.",
                 value=self._overhead))
         if self._stall is not None:
             out.append(GaugeMetricFamily(
                 "sloguard_probe_loop_stall_max_seconds",
                 "Longest time the probe process's loop ran without polling its sockets in the last minute "
-                "(a read arriving then is stamped that late).", value=self._stall))
+                "(a read arriving then is stamped that late unless the kernel stamped it).", value=self._stall))
         return out
 
     def _histogram(self, name: str) -> HistogramMetricFamily:

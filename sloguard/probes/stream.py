@@ -1,10 +1,11 @@
 """The HTTP edge of every probe: send one streaming request, stamp each read, build the ProbeResult.
 
 Timing: t0 is stamped by aiohttp's trace hooks when the connection is ready (`on_connection_create_end`
-or `on_connection_reuseconn`), i.e. immediately before the request is written, so TTFT excludes TCP/TLS
-set-up, which is reported as `connect_s` (0 on a reused connection). Each socket read is stamped with
-`perf_counter_ns()` in the connection's `data_received`, before aiohttp parses it and before any coroutine
-resumes (see `arrival`); an event split across reads gets the stamp of the read that completed it.
+or `on_connection_reuseconn`), then moved to when the request's last write was handed to the kernel (seen
+by the connection's write hook, `arrival`), so TTFT excludes TCP/TLS set-up (`connect_s`, 0 on a reused
+connection) and the client's own request building. Each socket read is stamped on arrival (the kernel's
+receive stamp on Linux, else in `data_received`), before aiohttp parses it and before any coroutine
+resumes (see `arrival`, `rxstamp`); an event split across reads gets the stamp of the read that completed it.
 Events are split and decoded as they arrive, in slices that yield to the loop (see `events`), never in one
 block at the end of a stream.
 
@@ -125,6 +126,7 @@ async def fetch(
                                         allow_redirects=False) as resp:
                     status = resp.status
                     stamps.head_ns = getattr(resp, "head_ns", 0)
+                    _to_written(stamps, cap.log)
                     error = await _head_error(resp)
                     if error is None:
                         slicer = Slicer(resp.marks if isinstance(resp, StampedResponse) else ())
@@ -139,6 +141,17 @@ async def fetch(
         if status is None and error is not None and cap.log is not None:
             status = cap.log.status  # aiohttp lost the head it parsed when later bytes were malformed
     return Fetched(ts, status, stamps, chunks or [], error, slicer.late)
+
+
+def _to_written(stamps: Stamps, log: Arrivals | None) -> None:
+    """Move t0 to when the request was written, if that write was seen on this request's connection.
+
+    On loopback the answer's head can arrive before the writing `send()` returns (the kernel runs the server's
+    receive path inside it): the request was written by then, so t0 is the earlier of the two stamps.
+    """
+    sent = log.sent_ns if log is not None else 0
+    if stamps.t0_ns <= sent:  # not the previous request's write on a kept-alive connection
+        stamps.t0_ns = min(sent, stamps.head_ns) if stamps.head_ns else sent
 
 
 async def _head_error(resp: aiohttp.ClientResponse) -> str | None:
@@ -291,7 +304,7 @@ def _result(
         itl_max_s=itl.max_s if itl else None,
         prompt_tokens=summary.prompt_tokens, output_tokens=summary.output_tokens,
         prompt_bucket=prompt.bucket, trace_id=trace_id, **record_fields(summary.record), elapsed_s=elapsed_s,
-        itl_counts=itl.counts if itl else (), itl_sum_s=itl.sum_s if itl else 0.0,
+        itl_counts=itl.counts if itl else (), itl_sum_s=itl.sum_s if itl else 0.0, t0_ns=stamps.t0_ns,
         head_s=head if status else None,
     )
 

@@ -83,7 +83,11 @@ def test_behaviours_are_reported_apart_and_not_judged(sim: str, tmp_path: Path) 
     assert set(by) == {"normal", f"disconnect@{K}", "oversized", "slow_reader@100"}
     assert sum(b["requests"] for b in by.values()) == stage["requests"] == 40
     cut = by[f"disconnect@{K}"]
-    assert cut["ok"] == cut["requests"] and cut["output_tokens"] == K * cut["requests"]
+    # hung up at the read that brought the K-th token: exactly K unless a busy host let more arrive in that read
+    cut_rows = [r for r in requests if r["behaviour"] == f"disconnect@{K}"]
+    assert cut["ok"] == cut["requests"] == len(cut_rows)
+    assert cut["output_tokens"] == sum(r["output_tokens"] for r in cut_rows)
+    assert all(K <= r["output_tokens"] <= 2 * K < MAX_TOKENS for r in cut_rows), [r["output_tokens"] for r in cut_rows]
     assert by["oversized"]["checks"] == {"rejected": by["oversized"]["requests"]}  # a fast 400 each
     assert by["slow_reader@100"]["ok"] == by["slow_reader@100"]["requests"]
     assert stage["latency"]["ttft"]["n"] == by["normal"]["ok"]  # latency and the verdict: normal requests only

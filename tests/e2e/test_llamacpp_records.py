@@ -70,9 +70,11 @@ def test_timings_give_the_exact_prefill_and_decode_of_each_request(llama_server:
         assert 0 < counted <= r["prefill_s"] + 1e-6
         assert r["prefill_s"] <= r["ttft_s"]  # a stage is part of its whole
         assert r["network_s"] is None and r["queue_s"] is None  # llama.cpp reports no queue time: no record network
-        # ... and llama-server sends its response head only with its first output (after the prefill), so the
-        # time to the head is no network time either: no head-based network stage (README "Exact definitions")
-        assert r["head_s"] is None, r
+        # ... and a head llama-server sent with its first output (after the prefill) is no network time: no
+        # head-based network stage then. With kernel receive stamps it sometimes shows its head well before the
+        # prefill ends (measured: head 1.7 ms, prefill 2.95 ms, first event 4.6 ms): that head is kept, and is
+        # then earlier than the server's own prefill (README "Exact definitions").
+        assert r["head_s"] is None or r["head_s"] < r["prefill_s"] < r["ttft_s"], r
 
 
 def test_daemon_shows_a_measured_prefill_stage_for_llamacpp(llama_server: LlamaServer,  # noqa: F811

@@ -108,8 +108,8 @@ def test_a_fleet_comparison_through_prometheus(tmp_path: Path) -> None:
                 # (failed once at load 4): the cell must say regression only when its buckets prove the rise.
                 if p50["resolution"] and p50["resolution"][0] > 0.05:
                     assert p50["verdict"] == "regression", p50
-                else:
-                    assert p50["verdict"] in ("regression", "no significant change"), p50
+                else:  # same buckets: "not enough data" is the honest answer too; never the opposite verdict
+                    assert p50["verdict"] in ("regression", "no significant change", "not enough data"), p50
                 mid = (t0 + t1) / 2
                 same = report("--baseline", f"prom:{url}{sel_a}@{t0:.0f}..{mid:.0f}",
                               "--candidate", f"prom:{url}{sel_a}@{mid:.0f}..{t1:.0f}", "--fail-on", "regression")

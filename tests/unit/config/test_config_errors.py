@@ -40,7 +40,14 @@ def _set(doc: dict[str, Any], path: str, value: Any) -> None:
         node[last] = value
 
 
-_DELETE = object()
+class _Delete:
+    """Marker: remove the key (a stable repr keeps test ids identical across pytest-xdist workers)."""
+
+    def __repr__(self) -> str:
+        return "<delete>"
+
+
+_DELETE = _Delete()
 
 CASES: list[tuple[str, Any, list[str]]] = [
     ("slos[1].objectives[0].threshold", "0s", ["slos[1].objectives[0].threshold: must be > 0"]),

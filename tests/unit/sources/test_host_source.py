@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import re
 import subprocess
 import sys
 import uuid
@@ -145,10 +143,24 @@ def test_process_appearing_after_start_is_a_cold_start(children: Children) -> No
     assert _v(_collect(src), "sloguard_server_cold_starts_total", process="srv") == 1.0
 
 
+_SELF_CHECK = """
+import asyncio, os, re
+import psutil
+from sloguard.config.spec import HostSpec, ProcessSpec
+from sloguard.sources.host import HostSource
+me = " ".join(psutil.Process(os.getpid()).cmdline())
+src = HostSource(HostSpec(processes=[ProcessSpec(name="me", cmdline_regex=f"^{re.escape(me)}$")]))
+families = asyncio.run(src.collect()).families
+print([s.value for f in families for s in f.samples if s.name == "sloguard_process_up"])
+"""
+
+
 def test_never_matches_the_daemon_itself() -> None:
-    me = " ".join(psutil.Process(os.getpid()).cmdline())
-    src = HostSource(HostSpec(processes=[ProcessSpec(name="me", cmdline_regex=f"^{re.escape(me)}$")]))
-    assert _v(_collect(src), "sloguard_process_up", process="me") == 0.0
+    # In a child with a unique command line: pytest-xdist workers share theirs, so in-process they match each other.
+    marker = f"sloguard-test-{uuid.uuid4().hex}"
+    out = subprocess.run([sys.executable, "-c", _SELF_CHECK, marker], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[0.0]"
 
 
 def test_exposition_passes_promtool(children: Children) -> None:
