@@ -21,12 +21,21 @@ class Baselines:
     Each value summarises the diagnosis window, so values from evaluations less than a window apart share most
     of their data: a baseline is used once its values span `min_span` (the service passes the window), i.e.
     once it rests on at least two windows with no request in common, not on one window read 8 times.
+
+    The median leaves out the newest values: those of the last third of the history, at most `adopt` seconds
+    (default a quarter of the horizon). A fault that slows things without breaching yet (a CPU-bound neighbour
+    creeping up) records "healthy" values; with a plain median over a short history (sloguard started minutes
+    ago) they became the baseline as soon as they outnumbered the healthy ones, and the breach that followed
+    compared with the faulted level ("no known cause", benchmark traces). A new level is adopted only once it
+    has lasted a third of the history, and at most `adopt`.
     """
 
-    def __init__(self, horizon: float, min_points: int = MIN_POINTS, min_span: float = 0.0) -> None:
+    def __init__(self, horizon: float, min_points: int = MIN_POINTS, min_span: float = 0.0,
+                 adopt: float | None = None) -> None:
         self.horizon = horizon
         self.min_points = min_points
         self.min_span = min_span
+        self.adopt = horizon / 4 if adopt is None else adopt
         self._points: dict[str, deque[tuple[float, float]]] = {}
 
     def record(self, now: float, values: Mapping[str, float]) -> None:
@@ -39,11 +48,16 @@ class Baselines:
                 points.popleft()
 
     def get(self, key: str) -> float | None:
-        """Return the key's baseline, or None before `min_points` healthy values spanning `min_span` exist."""
+        """Return the key's baseline, or None before `min_points` settled healthy values spanning `min_span`."""
         points = self._points.get(key)
-        if points is None or len(points) < self.min_points or points[-1][0] - points[0][0] < self.min_span:
+        if not points:
             return None
-        return float(statistics.median(v for _, v in points))
+        newest = points[-1][0]
+        settled = newest - min(self.adopt, (newest - points[0][0]) / 3)
+        values = [(ts, v) for ts, v in points if ts <= settled]
+        if len(values) < self.min_points or values[-1][0] - values[0][0] < self.min_span:
+            return None
+        return float(statistics.median(v for _, v in values))
 
     def all(self, keys: Iterable[str] | None = None) -> dict[str, float]:
         """Return every learned baseline (of `keys` only, if given)."""

@@ -57,7 +57,7 @@ class Diagnoser:
         names = {s.name for s in cfg.slos}
         self._baselines = {n: b for n, b in self._baselines.items() if n in names}
         for b in self._baselines.values():
-            b.horizon, b.min_span = spec.baseline, spec.window
+            b.horizon, b.min_span, b.adopt = spec.baseline, spec.window, spec.baseline / 4
         self._horizon = spec.baseline
         self.verdicts = {n: v for n, v in self.verdicts.items() if n in names}
         self._seen = {n: v for n, v in self._seen.items() if n in names}

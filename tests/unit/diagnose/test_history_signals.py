@@ -11,7 +11,7 @@ from sloguard.windows.server import ServerWindows
 
 
 def test_baseline_is_the_median_of_healthy_values_within_the_horizon() -> None:
-    b = Baselines(horizon=100.0, min_points=3)
+    b = Baselines(horizon=100.0, min_points=3, adopt=0.0)  # every value settled at once (lag: next test)
     b.record(0.0, {"queue@0.95": 0.01})
     b.record(1.0, {"queue@0.95": 0.02})
     assert b.get("queue@0.95") is None  # not enough healthy evaluations yet
@@ -28,7 +28,26 @@ def test_a_baseline_rests_on_values_that_span_a_window() -> None:
         b.record(float(t), {"prompt_tokens_p90": 400.0})
     assert b.get("prompt_tokens_p90") is None and b.all() == {}
     b.record(20.0, {"prompt_tokens_p90": 500.0})
-    assert b.get("prompt_tokens_p90") == 400.0
+    assert b.get("prompt_tokens_p90") is None  # the newest third of the history (t > 13.3) is not settled yet
+    b.record(30.0, {"prompt_tokens_p90": 500.0})
+    assert b.get("prompt_tokens_p90") == 400.0  # settled: t <= 20, eleven values spanning 20 s
+
+
+@pytest.mark.parametrize(("healthy_s", "faulted_s", "adopt", "expected"), [
+    (40, 0, 150.0, 1.0),  # a healthy history: its median
+    (40, 40, 150.0, 1.0),  # a fault as long as the healthy history: the last third (26.7 s) is not settled
+    (40, 75, 150.0, 1.0),  # the benchmark's whole observation: settled up to 38 s after the fault began
+    (40, 90, 150.0, 9.0),  # a level that lasted longer than a third of the history, and outnumbers: adopted
+    (400, 100, 60.0, 1.0),  # a long history: only the newest `adopt` (60 s) is left out
+    (400, 400, 60.0, 9.0),  # ... so a level that lasted long enough and outnumbers is the new normal
+])
+def test_a_new_level_is_adopted_only_once_it_has_lasted(healthy_s: int, faulted_s: int, adopt: float,
+                                                         expected: float) -> None:
+    """A fault that has not breached yet records 'healthy' values; it must not become the baseline at once."""
+    b = Baselines(horizon=3600.0, min_span=20.0, adopt=adopt)
+    for t in range(healthy_s + faulted_s):
+        b.record(float(t), {"serving_cpu_cores": 1.0 if t < healthy_s else 9.0})
+    assert b.get("serving_cpu_cores") == expected
 
 
 @pytest.mark.parametrize(("values", "increase"), [
