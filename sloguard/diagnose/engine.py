@@ -79,7 +79,8 @@ def _rise(r: Reading) -> float | None:
 
 
 def _stage_evidence(r: Reading, whole: str, share: float | None) -> Evidence:
-    ref = f"baseline {r.baseline:.3g}s" if r.baseline is not None else f"budget {r.budget:.3g}s"
+    ref = f"baseline {r.baseline:.3g}s" if r.baseline is not None else \
+        f"objective {r.budget:.3g}s, no healthy baseline yet" if r.vs_objective else f"budget {r.budget:.3g}s"
     share_text = f", {share:.0%} of the {whole} increase" if share is not None else ""
     interval = "" if r.lo == r.hi else " (at least: requests cut short)" if math.isinf(r.hi) else \
         f" (within [{r.lo:.3g}, {r.hi:.3g}]s, from engine histograms)"
@@ -92,6 +93,10 @@ def locate(breach: Breach, inp: Inputs) -> tuple[Stage | None, float | None, lis
     parts = PARTS.get(breach.metric, ())
     if parts == ("decode",):  # per-token metrics are the decode stage itself: it must have risen
         r = inp.readings.get(breach.metric) or inp.readings.get("decode")
+        # Breaching since before any healthy evaluation (sloguard started beside a sick server): no baseline, so
+        # it is compared with its objective and located only MIN_RISE above it.
+        if r is not None and r.baseline is None and r.budget is None:
+            r = dataclasses.replace(r, budget=breach.threshold, vs_objective=True)
         rise = None if r is None else _rise(r)
         if r is None or rise is None:
             return None, None, [], [f"{breach.metric} baseline (learned from healthy evaluations)"]

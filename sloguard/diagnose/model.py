@@ -53,6 +53,7 @@ class Reading:
     baseline: float | None = None
     budget: float | None = None
     uncovered: float = 0.0
+    vs_objective: bool = False  # `budget` holds the breached objective: no baseline learned (engine.locate)
 
     @property
     def excess(self) -> float | None:

@@ -35,13 +35,13 @@ BASELINES = {k: v for k, v in HEALTHY.items() if k not in ("engine_restarts", "c
 
 def _inputs(breaches: tuple[Breach, ...] = (TTFT,), stages: Mapping[str, float] | None = None,
             signals: Mapping[str, float] | None = None, drop: tuple[str, ...] = (),
-            sources: Mapping[str, str] | None = None) -> Inputs:
+            sources: Mapping[str, str] | None = None, baselines: Mapping[str, float] | None = None) -> Inputs:
     readings = dict(BASE)
     for name, value in (stages or {}).items():
         readings[name] = _r(name, value, BASE[name].baseline, (sources or {}).get(name, BASE[name].source))
     sig = {k: v for k, v in {**HEALTHY, **(signals or {})}.items() if k not in drop}
     return Inputs("chat", 100.0, 300.0, breaches, {k: v for k, v in readings.items() if k not in drop}, sig,
-                  {k: v for k, v in BASELINES.items() if k not in drop})
+                  {k: v for k, v in {**BASELINES, **(baselines or {})}.items() if k not in drop})
 
 
 def _uncovered(inp: Inputs, share: float) -> Inputs:
@@ -63,6 +63,12 @@ CASES = [
     ("capacity: deep queue", _inputs(stages=QUEUED, signals={"requests_waiting": 41.0}), "queue", "capacity"),
     ("capacity: more requests, bigger batches", _inputs((TPOT,), SLOW_DECODE, {"request_rate": 6.0}), "decode",
      "capacity"),
+    ("capacity: the batch grew far more than the arrivals", _inputs((TPOT,), SLOW_DECODE, {
+        "requests_running": 12.0, "request_rate": 2.6}), "decode", "capacity"),
+    ("a slower engine grows its batch without more arrivals", _inputs((TPOT,), SLOW_DECODE, {
+        "requests_running": 12.0, "request_rate": 2.1}), "decode", "unknown"),
+    ("a grown batch of fewer than two requests is noise", _inputs((TPOT,), SLOW_DECODE, {
+        "requests_running": 1.5, "request_rate": 2.6}, baselines={"requests_running": 0.5}), "decode", "unknown"),
     ("kv cache pressure", _inputs(stages=QUEUED, signals={"kv_cache_usage_p90": 0.97, "preemptions_per_second": 0.2,
                                                           "requests_waiting": 41.0}), "queue", "kv_cache_pressure"),
     ("kv full and requests wait for blocks", _inputs(stages=QUEUED, signals={"kv_cache_usage_p90": 0.96,
@@ -207,6 +213,27 @@ def test_bounded_readings_lower_the_confidence() -> None:
     measured = decide(_inputs(stages=QUEUED, signals={"requests_waiting": 41.0}))
     bounded = decide(_inputs(stages=QUEUED, signals={"requests_waiting": 41.0}, sources={"queue": "server"}))
     assert bounded.cause == "capacity" and bounded.confidence < measured.confidence
+
+
+def _no_decode_baseline(value: float) -> Inputs:
+    """TPOT breaching since before any healthy evaluation: no baseline for it, GPU clocks held down."""
+    inp = _inputs((dataclasses.replace(TPOT, value=value),), {"tpot": value, "decode": value},
+                  {"gpu_throttle_reasons": 2.0, "gpu_sm_clock_ratio": 0.4})
+    readings = {k: dataclasses.replace(r, baseline=None) if k in ("tpot", "decode") else r
+                for k, r in inp.readings.items()}
+    return dataclasses.replace(inp, readings=readings)
+
+
+@pytest.mark.parametrize(("value", "stage", "cause"), [
+    (0.05, "decode", "gpu_throttled"),  # 2.5x its objective (20 ms): located although no baseline was learned
+    (0.024, "none", "unknown"),  # 20% over its objective: under MIN_RISE of it, not located
+])
+def test_a_decode_breach_without_baseline_is_compared_with_its_objective(value: float, stage: str,
+                                                                        cause: str) -> None:
+    v = decide(_no_decode_baseline(value))
+    assert (v.stage, v.cause) == (stage, cause), evidence_lines(v)
+    if stage == "decode":
+        assert any("objective 0.02s, no healthy baseline yet" in e for e in evidence_lines(v))
 
 
 def test_the_worst_breach_is_explained() -> None:
