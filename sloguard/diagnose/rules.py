@@ -106,6 +106,15 @@ RULES: tuple[CauseRule, ...] = (
               lever="add replicas or lower max concurrency",
               detail="more load than the engine can serve: requests wait for a slot or share bigger batches; scale "
                      "out or shed/limit load at the gateway"),
+    # Arrivals over the window pass 1.5x long after the batch has filled (the window's older part is calm, and
+    # where probes are a large share of the traffic a surge of users moves the total less): a batch grown far
+    # more than the arrivals (Little's law: each request now takes longer because there are more) is the engine
+    # saturating under more load. Arrivals must still have risen: a slower engine alone grows its batch too.
+    CauseRule("capacity", frozenset({"queue", "decode"}),
+              needs=(C("requests_running", ">=", 2.0, vs_baseline=2.5), C("request_rate", ">", 0.0, vs_baseline=1.2)),
+              lever="add replicas or lower max concurrency",
+              detail="more load than the engine serves at its usual speed: the batch grew far more than the "
+                     "arrivals, so every request shares bigger steps; scale out or shed/limit load at the gateway"),
     CauseRule("network", frozenset({"network"}), needs=(C("network_measured", ">=", 1.0),),
               lever="check the gateway and the network path",
               detail="the time is spent outside the server's own record of the request: load balancer, gateway, "
