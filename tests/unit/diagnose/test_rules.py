@@ -135,6 +135,10 @@ CASES = [
      "decode", "long_prompts"),
     ("a burst moves the mean, not the p90: not long prompts", _inputs((TPOT,), SLOW_DECODE, {
         "prompt_tokens_per_request": 1000.0, "prompt_tokens_p90": 1100.0}), "decode", "unknown"),
+    ("the p90 rose within its histogram bucket (1.7x): long prompts", _inputs((TPOT,), SLOW_DECODE, {
+        "prompt_tokens_per_request": 900.0, "prompt_tokens_p90": 1700.0}), "decode", "long_prompts"),
+    ("the p90 rose 1.4x: not a shift of the prompts", _inputs((TPOT,), SLOW_DECODE, {
+        "prompt_tokens_per_request": 900.0, "prompt_tokens_p90": 1400.0}), "decode", "unknown"),
     ("fewer short requests finish: the p90 jumps, the mean does not", _inputs(stages=QUEUED, signals={
         "prompt_tokens_per_request": 700.0, "prompt_tokens_p90": 2500.0, "kv_cache_usage_p90": 0.97,
         "preemptions_per_second": 0.3, "requests_waiting": 9.0}), "queue", "kv_cache_pressure"),
