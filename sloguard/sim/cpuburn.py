@@ -29,8 +29,12 @@ def _calibrate() -> float:
 class CPUBurner:
     """Start, retune and stop the burning thread; share 0 stops it."""
 
-    def __init__(self) -> None:
+    def __init__(self, slice_s: float = SLICE_S) -> None:
         self.share = 0.0
+        # A model time like the engine's steps: `--time-scale` stretches it too (sim.server.make_simulator), or a
+        # burn at time scale 2 would stall steps twice as long only half as often relative to them, and its
+        # stalls would stay inside what the step loop makes up (scheduler.MAX_CARRY_S): no slowdown at all.
+        self.slice_s = slice_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._per_item = 0.0
@@ -57,5 +61,5 @@ class CPUBurner:
     def _run(self) -> None:
         while not self._stop.is_set():
             share = self.share
-            sum(range(max(1000, int(SLICE_S * share / self._per_item))))  # one GIL-holding call per slice
-            self._stop.wait(SLICE_S * (1.0 - share))
+            sum(range(max(1000, int(self.slice_s * share / self._per_item))))  # one GIL-holding call per slice
+            self._stop.wait(self.slice_s * (1.0 - share))

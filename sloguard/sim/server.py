@@ -126,6 +126,7 @@ def make_simulator(seed: int = 0, **opts: Any) -> Simulator:
     opts_version = opts.pop("engine_version", None) or DEFAULT_ENGINE_VERSION
     profile = LatencyProfile(**{k: v for k, v in opts.items() if v is not None}).scaled(scale)
     sim = Simulator(seed=seed, model=model, profile=profile, background_rps=rps)
+    sim.burner.slice_s *= scale
     sim.per_request_metrics = inband
     sim.engine_version = str(opts_version)
     if max_len:

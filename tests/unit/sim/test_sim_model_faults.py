@@ -98,3 +98,13 @@ def test_prefix_hits_and_kv_shrink_apply_together() -> None:
     sim.set_faults({"prefix_hit_ratio": None})
     profile = sim.engine.profile
     assert (profile.prefix_hit_ratio, profile.kv_blocks) == (LatencyProfile().prefix_hit_ratio, 320)
+
+
+@pytest.mark.parametrize(("scale", "slice_s"), [(1.0, 0.1), (2.0, 0.2), (0.5, 0.05)])
+def test_the_cpu_burn_slice_is_a_model_time(scale: float, slice_s: float) -> None:
+    """--time-scale stretches the burn's GIL-holding slice like the engine's steps (its relative effect stays)."""
+    from sloguard.sim.server import make_simulator
+
+    sim = make_simulator(seed=1, time_scale=scale)
+    assert sim.burner.slice_s == pytest.approx(slice_s)
+    assert sim.profile.decode_base_s == pytest.approx(LatencyProfile().decode_base_s * scale)
