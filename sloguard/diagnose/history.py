@@ -27,7 +27,9 @@ class Baselines:
     creeping up) records "healthy" values; with a plain median over a short history (sloguard started minutes
     ago) they became the baseline as soon as they outnumbered the healthy ones, and the breach that followed
     compared with the faulted level ("no known cause", benchmark traces). A new level is adopted only once it
-    has lasted a third of the history, and at most `adopt`.
+    has lasted a third of the history, and at most `adopt`. Until the settled values alone would make a
+    baseline (a young or fragmented history), all of them do: a baseline that may have begun to adapt is
+    better than none (traces: a run whose healthy evaluations came in bursts had no baseline for 75 s).
     """
 
     def __init__(self, horizon: float, min_points: int = MIN_POINTS, min_span: float = 0.0,
@@ -54,10 +56,10 @@ class Baselines:
             return None
         newest = points[-1][0]
         settled = newest - min(self.adopt, (newest - points[0][0]) / 3)
-        values = [(ts, v) for ts, v in points if ts <= settled]
-        if len(values) < self.min_points or values[-1][0] - values[0][0] < self.min_span:
-            return None
-        return float(statistics.median(v for _, v in values))
+        for values in ([(ts, v) for ts, v in points if ts <= settled], list(points)):
+            if len(values) >= self.min_points and values[-1][0] - values[0][0] >= self.min_span:
+                return float(statistics.median(v for _, v in values))
+        return None
 
     def all(self, keys: Iterable[str] | None = None) -> dict[str, float]:
         """Return every learned baseline (of `keys` only, if given)."""

@@ -28,9 +28,17 @@ def test_a_baseline_rests_on_values_that_span_a_window() -> None:
         b.record(float(t), {"prompt_tokens_p90": 400.0})
     assert b.get("prompt_tokens_p90") is None and b.all() == {}
     b.record(20.0, {"prompt_tokens_p90": 500.0})
-    assert b.get("prompt_tokens_p90") is None  # the newest third of the history (t > 13.3) is not settled yet
-    b.record(30.0, {"prompt_tokens_p90": 500.0})
-    assert b.get("prompt_tokens_p90") == 400.0  # settled: t <= 20, eleven values spanning 20 s
+    assert b.get("prompt_tokens_p90") == 400.0  # the settled ones (t <= 13.3) do not span 20 s yet: all of them
+    for t in (30.0, 31.0, 32.0, 33.0, 34.0, 35.0, 36.0, 37.0, 38.0, 39.0, 40.0):
+        b.record(t, {"prompt_tokens_p90": 500.0})
+    assert b.get("prompt_tokens_p90") == 400.0  # settled: t <= 26.7, eleven values spanning 20 s
+
+
+def test_a_young_history_that_settled_too_little_uses_all_its_values() -> None:
+    b = Baselines(horizon=600.0, min_span=20.0)
+    for t in (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 22.0, 23.0):
+        b.record(t, {"network@0.95": 0.005})
+    assert b.get("network@0.95") == 0.005  # settled (t <= 15.3) spans 7 s: all ten, spanning 23 s
 
 
 @pytest.mark.parametrize(("healthy_s", "faulted_s", "adopt", "expected"), [
