@@ -68,13 +68,15 @@ def _change_text(g: Mapping[str, Any]) -> str:
 
 
 def _causes(stage: str) -> list[dict[str, Any]]:
+    """Return each cause that can explain the stage once (a cause with several rows: the union of their signals)."""
     where = set(DIAGNOSIS_STAGE.get(stage, "").split("+"))
-    out = []
+    out: dict[str, dict[str, Any]] = {}
     for rule in RULES:
         if where & rule.stages:
-            signals = sorted({c.signal for c in (*rule.needs, *rule.any_of)})
-            out.append({"cause": rule.cause, "lever": rule.lever, "detail": rule.detail, "signals": signals})
-    return out
+            first = out.setdefault(rule.cause, {"cause": rule.cause, "lever": rule.lever, "detail": rule.detail,
+                                                "signals": []})
+            first["signals"] = sorted({*first["signals"], *(c.signal for c in (*rule.needs, *rule.any_of))})
+    return list(out.values())
 
 
 def _daemon_items(verdicts: Sequence[Mapping[str, Any]]) -> list[str]:
