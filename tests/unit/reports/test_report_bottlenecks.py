@@ -38,7 +38,10 @@ def test_grown_stages(cells: list[Cell], grown: list[str]) -> None:
 def test_each_grown_stage_lists_the_rules_that_explain_it_in_precedence_order() -> None:
     doc = bottlenecks([stage("queue", 0.010, 0.030, 0.015, 0.025)])
     (g,) = doc["stages"]
-    assert [c["cause"] for c in g["causes"]] == [r.cause for r in RULES if "queue" in r.stages]
+    # each cause once, in the order of its first row (capacity has two rows: its signals are their union)
+    assert [c["cause"] for c in g["causes"]] == list(dict.fromkeys(r.cause for r in RULES if "queue" in r.stages))
+    capacity = next(c for c in g["causes"] if c["cause"] == "capacity")
+    assert {"requests_waiting", "request_rate", "requests_running"} <= set(capacity["signals"])
     assert all(c["lever"] for c in g["causes"])
     (item,) = doc["items"]
     assert item.startswith("queue grew +20.0 ms [+15.0, +25.0 ms] (+200.0 %) at p50") and "capacity (lever:" in item
