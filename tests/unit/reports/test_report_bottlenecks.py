@@ -46,7 +46,7 @@ def test_each_grown_stage_lists_the_rules_that_explain_it_in_precedence_order() 
     (item,) = doc["items"]
     assert item.startswith("queue grew +20.0 ms [+15.0, +25.0 ms] (+200.0 %) at p50") and "capacity (lever:" in item
     network = bottlenecks([stage("connect", 0.001, 0.003, 0.001, 0.003)])["stages"][0]["causes"]
-    assert [c["cause"] for c in network] == [r.cause for r in RULES if "network" in r.stages]
+    assert [c["cause"] for c in network] == list(dict.fromkeys(r.cause for r in RULES if "network" in r.stages))
 
 
 def test_the_daemons_verdicts_name_the_cause() -> None:
