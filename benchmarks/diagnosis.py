@@ -22,11 +22,12 @@ Run: .venv/bin/python benchmarks/diagnosis.py [--seeds 5] [--healthy 10] [--para
      (~25 min on 2 cores; tune on the default seeds, validate on --seed-base 1000)
      .venv/bin/python benchmarks/diagnosis.py --cost   (the diagnosis step's own cost per evaluation, ~1 min)
 
-Measured (commit e0444b1's rules; README "Diagnosis" has the per-fault detail): default seeds, 1423 s, load
-average 0.2-3.3: right cause 31/35 = 89%, no false cause 9/10 healthy, verdict − breach median +1 interval,
-18/26 timed runs within 2 (6 "pre", max +30; before: median +11, 6/31). --seed-base 1000, 1416 s, load
-average 0.2-1.3: 27/35 = 77% (3 cpu_burn runs never breached), healthy 10/10, median +1, 14/23 within 2.
-Late verdicts left: capacity and long_prompts (rates/means over the window need time to pass 1.5x/2x).
+Measured (commit 2851008's rules; README "Diagnosis" has the per-fault detail), 1415 s each, load average
+0.2-0.7: default seeds: right cause 33/35 = 94%, no false cause 9/10 healthy (seed 501: a prompt-length baseline
+learned from probes only), verdict − breach of the explained objective median +1, 24/31 within 2 (max +51).
+--seed-base 1000: 34/35 = 97%, healthy 10/10, median +1, 22/31 within 2 (max +23). Late verdicts left:
+capacity, long_prompts (rates/means over the window) and a KV cache too small to admit one long request
+(requests wait at 30% usage: capacity first, then kv_cache_pressure).
 """
 
 from __future__ import annotations
