@@ -4,13 +4,16 @@
 2. The breach furthest over its threshold whose rise a stage explains names the whole (TTFT, TPOT, ...).
    Its parts are stages (PARTS); the stage whose value rose most above its own healthy baseline is the bottleneck, if it
    explains at least MIN_SHARE of the whole's rise and rose by at least MIN_RISE of its baseline. TPOT,
-   ITL and decode breaches are the decode stage itself. Where more of the whole's requests than its tail
-   (1 − q) have no per-request stages (cut short before the server's record), the whole's quantile may
-   consist of those alone: the stage must then explain MIN_SHARE of the stages' summed rise instead.
+   ITL and decode breaches are the decode stage itself (a rise that took it over an objective it met
+   counts once it is MIN_RISE or the objective's headroom over its baseline, whichever is less). Where more
+   of the whole's requests than its tail (1 − q) have no per-request stages (cut short before the server's
+   record), the whole's quantile may consist of those alone: the stage must then explain MIN_SHARE of the
+   stages' summed rise instead.
 3. The first RULES row (precedence order) that can explain that stage and whose conditions hold names the
    cause. No row: `unknown`, naming the signals that were not available to the rows that could explain it.
    A breach no stage explains is named only by a row marked `unlocated` (an engine restart: its failed and
-   cut-short requests have no stages, and it explains every symptom after it); else `unknown`.
+   cut-short requests have no stages, and it explains every symptom after it; a CPU-bound serving process,
+   which slows every stage a little); else `unknown`.
 """
 
 from __future__ import annotations
@@ -69,13 +72,19 @@ def apply(rule: CauseRule, inp: Inputs) -> tuple[bool, list[Evidence], list[str]
     return holds, needs + any_of, missing
 
 
-def _rise(r: Reading) -> float | None:
-    """Return the stage's rise over its baseline when it counts as risen, else None (or 0.0 when not)."""
+def _rise(r: Reading, headroom: float | None = None) -> float | None:
+    """Return the stage's rise over its baseline when it counts as risen, else None (or 0.0 when not).
+
+    `headroom` (objective − baseline, for a stage that is itself the breached whole) caps the rise asked for:
+    a TPOT that sat 7% under its objective and breached it rose enough to matter (traces: a CPU burn's TPOT
+    at 161-163 ms against a 139 ms baseline and a 150 ms objective was "no single stage" for 6-30 s).
+    """
     excess = r.excess
     if excess is None:
         return None
     ref = r.baseline if r.baseline is not None else r.budget or 0.0
-    return excess if excess >= max(MIN_RISE_S, MIN_RISE * ref) else 0.0
+    need = MIN_RISE * ref if headroom is None or headroom <= 0 else min(MIN_RISE * ref, headroom)
+    return excess if excess >= max(MIN_RISE_S, need) else 0.0
 
 
 def _stage_evidence(r: Reading, whole: str, share: float | None) -> Evidence:
@@ -97,7 +106,8 @@ def locate(breach: Breach, inp: Inputs) -> tuple[Stage | None, float | None, lis
         # it is compared with its objective and located only MIN_RISE above it.
         if r is not None and r.baseline is None and r.budget is None:
             r = dataclasses.replace(r, budget=breach.threshold, vs_objective=True)
-        rise = None if r is None else _rise(r)
+        headroom = breach.threshold - r.baseline if r is not None and r.baseline is not None else None
+        rise = None if r is None else _rise(r, headroom)
         if r is None or rise is None:
             return None, None, [], [f"{breach.metric} baseline (learned from healthy evaluations)"]
         if rise <= 0.0:

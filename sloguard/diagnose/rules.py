@@ -15,9 +15,9 @@ Signals (sloguard.diagnose.signals; all over the diagnosis window unless said):
   requests_waiting, requests_running, kv_cache_usage_ratio (means of the scrapes in the window's last quarter:
   instantaneous state, read as recent as the breach it explains), kv_cache_usage_p90 (the
   usage reached at ≥ 10% of the scrapes: a full cache that preemptions briefly relieve, or that just filled,
-  reads full, where the mean lags), preemptions_per_second, request_rate (requests arriving per second:
-  finished plus the growth of running and waiting), prompt_tokens_per_request (prompt tokens ÷ first tokens:
-  the prompts prefilled, not those finishing) and prompt_tokens_p90 (from
+  reads full, where the mean lags), preemptions_per_second, request_rate (the users' requests arriving per
+  second: finished plus the growth of running and waiting, less sloguard's own probes), prompt_tokens_per_request
+  (the users' prompt tokens ÷ first tokens: the prompts prefilled, not those finishing) and prompt_tokens_p90 (from
   the engine's prompt-length histogram over the window, where it has one: both must rise, so neither a burst
   of a few long prompts (the mean only) nor fewer short requests finishing (the p90 at a mass boundary of the
   mix) reads as longer prompts), prefix_cache_hit_ratio,
@@ -100,10 +100,14 @@ RULES: tuple[CauseRule, ...] = (
               detail="the KV cache is full: new requests wait for blocks and running ones are preempted and "
                      "recomputed; raise gpu-memory-utilization, shorten max-model-len, quantise the KV cache, or "
                      "admit fewer sequences"),
+    # A pinned serving process slows every stage a little (HTTP front, scheduling, detokenising): its breach is
+    # often one no single stage explains (traces: network +0.15 s, queue and prefill less, of a +0.5 s TTFT).
     CauseRule("serving_cpu_bound", ALL, needs=(C("serving_cpu_cores", ">=", 0.35, vs_baseline=3.0),),
               lever="move tokenisation off the hot path or give the server more CPU",
               detail="a serving process is pinned on CPU: more API-server processes, a faster tokenizer, detokenise "
-                     "off the event loop, check for busy neighbours on the host"),
+                     "off the event loop, check for busy neighbours on the host; it slows every stage, so it also "
+                     "names a breach no single stage explains",
+              unlocated=True),
     CauseRule("capacity", frozenset({"queue", "decode"}),
               any_of=(C("requests_waiting", ">=", 1.0, vs_baseline=2.0), C("request_rate", ">", 0.0, vs_baseline=1.5)),
               lever="add replicas or lower max concurrency",

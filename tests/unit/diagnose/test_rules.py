@@ -156,6 +156,13 @@ CASES = [
      "none", "engine_restart"),
     ("no stage explains it and no restart: unknown", _inputs(stages={"ttft": 4.9}, signals={"requests_waiting": 9.0}),
      "none", "unknown"),
+    # a pinned serving process slows every stage a little: no single one explains the breach
+    ("cpu bound names a breach spread over the stages", _inputs(stages={
+        "ttft": 1.2, "network": 0.3, "queue": 0.25, "prefill": 0.45}, signals={"serving_cpu_cores": 0.9}),
+     "none", "serving_cpu_bound"),
+    ("spread over the stages, calm CPU: unknown", _inputs(stages={
+        "ttft": 1.2, "network": 0.3, "queue": 0.25, "prefill": 0.45}, signals={"serving_cpu_cores": 0.2}),
+     "none", "unknown"),
     # timed-out requests (no server record) hold TTFT's tail: the queue explains most of what the stages rose by
     ("whole's tail without stages: the stages' rise decides", _uncovered(_inputs(
         stages=TIMED_OUT, signals={"requests_waiting": 9.0}), 0.2), "queue", "capacity"),
@@ -238,6 +245,23 @@ def test_a_decode_breach_without_baseline_is_compared_with_its_objective(value: 
     assert (v.stage, v.cause) == (stage, cause), evidence_lines(v)
     if stage == "decode":
         assert any("objective 0.02s, no healthy baseline yet" in e for e in evidence_lines(v))
+
+
+@pytest.mark.parametrize(("value", "baseline", "stage"), [
+    (0.0163, 0.0139, "decode"),  # +17%, but it crossed an objective (15 ms) it sat 7% under: located
+    (0.0155, 0.0139, "none"),  # over the objective by less than MIN_RISE_S (2 ms) above its baseline: timer noise
+    (0.0260, 0.0200, "decode"),  # baseline over the objective (no headroom): MIN_RISE (25%) of it, +30%
+    (0.0240, 0.0200, "none"),  # ... +20%: not located
+])
+def test_a_decode_breach_needs_the_lesser_of_min_rise_and_the_objectives_headroom(value: float, baseline: float,
+                                                                                 stage: str) -> None:
+    breach = Breach("tpot", 0.95, value, 0.015)
+    inp = _inputs((breach,), {"tpot": value, "decode": value}, {"serving_cpu_cores": 0.95},
+                  baselines={})
+    readings = {k: dataclasses.replace(r, baseline=baseline) if k in ("tpot", "decode") else r
+                for k, r in inp.readings.items()}
+    v = decide(dataclasses.replace(inp, readings=readings))
+    assert v.stage == stage, evidence_lines(v)
 
 
 def test_the_worst_breach_is_explained() -> None:
