@@ -19,9 +19,8 @@ from sloguard.diagnose.confirm import Confirmer
 from sloguard.diagnose.engine import candidates
 from sloguard.diagnose.history import Baselines, Series
 from sloguard.diagnose.model import STAGES, Inputs, Verdict
-from sloguard.diagnose.probeload import ProbeLoad
 from sloguard.diagnose.text import as_json, evidence_lines, line
-from sloguard.model import ProbeResult, Sample
+from sloguard.model import Sample
 from sloguard.slo.evaluate import ServerReader, ServerWindowsLike
 from sloguard.slo.model import SLOStatus
 from sloguard.slo.stages import STAGE_QS
@@ -48,7 +47,6 @@ class Diagnoser:
         self._seen: dict[str, dict[str, dict[str, float | None]]] = {}  # slo -> signal -> value and baseline
         self._confirm = Confirmer()
         self.series = Series(horizon=cfg.diagnose.restart_hold + cfg.diagnose.window)
-        self.probes = ProbeLoad(horizon=cfg.diagnose.window)  # sloguard's own requests, not the users'
         self.reconfigure(cfg)
 
     def reconfigure(self, cfg: Config) -> None:
@@ -56,8 +54,6 @@ class Diagnoser:
         spec = cfg.diagnose
         self.enabled, self.window, self.hold = spec.enabled, spec.window, spec.restart_hold
         self.series.horizon = spec.restart_hold + spec.window
-        self.probes.horizon = spec.window
-        self.probes.forget(t.name for t in cfg.targets)
         names = {s.name for s in cfg.slos}
         self._baselines = {n: b for n, b in self._baselines.items() if n in names}
         for b in self._baselines.values():
@@ -72,10 +68,6 @@ class Diagnoser:
             target = p.target or single
             if target is not None:
                 self.processes.setdefault(target, []).append(p.name)
-
-    def observe_probes(self, started: Sequence[tuple[str, float]], results: Sequence[ProbeResult], now: float) -> None:
-        """Record the probes' own requests (starts as they start, results as they finish) per target."""
-        self.probes.observe(started, results, now)
 
     def step(self, now: float, statuses: Sequence[SLOStatus], engine: WindowsLike, server: ServerLike | None,
              samples: Sequence[Sample]) -> None:
@@ -96,7 +88,7 @@ class Diagnoser:
                  now: float) -> tuple[dict[str, float], dict[str, str]]:
         out: dict[str, float] = {}
         if server is not None:
-            out |= signals.engine_signals(self.series, server, target, self.window, self.hold, now, self.probes)
+            out |= signals.engine_signals(self.series, server, target, self.window, self.hold, now)
         host, notes = signals.host_signals(self.series, self.processes.get(target, []), self.window, self.hold, now)
         gpu, gpu_notes = signals.gpu_signals(samples, target)
         return out | host | gpu, notes | gpu_notes

@@ -13,7 +13,6 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from sloguard.diagnose.history import Series
-from sloguard.diagnose.probeload import ProbeLoad, without
 from sloguard.model import Histogram, Sample, ServerView
 from sloguard.windows import histo
 
@@ -56,9 +55,8 @@ class ServerLike(Protocol):
 
 
 def _prompt_length(series: Series, server: ServerLike, target: str, names: Collection[str],
-                   finished: Collection[str], window: float, now: float,
-                   probes: ProbeLoad | None = None) -> dict[str, float]:
-    """Return prompt_tokens_per_request (mean of the users' prompts prefilled) and prompt_tokens_p90 over the window.
+                   finished: Collection[str], window: float, now: float) -> dict[str, float]:
+    """Return prompt_tokens_per_request (mean of the prompts prefilled) and prompt_tokens_p90 over the window.
 
     The mean: prompt tokens ÷ first tokens (the TTFT histogram's count), both counted when a request's prefill
     ends, so it is the prompts the engine worked on, not those finishing. (Not the last quarter: in the traces
@@ -67,16 +65,12 @@ def _prompt_length(series: Series, server: ServerLike, target: str, names: Colle
     observed at finish: a long prompt shows there only after its whole decode, and while long requests jam
     the engine the recent finishes are mostly the short ones. That histogram's p90 is the shape check: the
     mean of a heavy-tailed mix moves with two or three long prompts (a burst, not a shift); the p90 moves
-    only when ≥ 10% of the window's requests got longer (the rule asks both to rise). sloguard's own probes
-    are taken out of both (`probes`, where their prompt lengths are known): a window with no user request
-    has no user prompt length. Without a TTFT histogram: the histogram's mean; without either, prompt-token
-    counter ÷ requests started (finished + the running count's growth: prefilled but not finished yet).
+    only when ≥ 10% of the window's requests got longer (the rule asks both to rise). Without a TTFT
+    histogram: the histogram's mean; without either, prompt-token counter ÷ requests started (finished +
+    the running count's growth: prefilled but not finished yet).
     """
     out: dict[str, float] = {}
     h = server.histogram(target, None, "prompt_length", window, now)
-    done_probes = probes.finished(target, window, now) if probes is not None else []
-    if h is not None and done_probes:
-        h = without(h, done_probes)
     if h is not None and h.count > 0:
         out["prompt_tokens_per_request"] = h.sum / h.count
         if (p90 := histo.quantile(PROMPT_Q, h)) is not None:
@@ -85,16 +79,10 @@ def _prompt_length(series: Series, server: ServerLike, target: str, names: Colle
         return out
     first = server.histogram(target, None, "ttft", window, now)
     prompts = server.increase(target, ("prompt_tokens",), window, now)
-    own = probes.prefilled(target, window, now) if probes is not None else (0, 0.0)
-    if first is not None and prompts is not None and first.count > 0 and own is not None:
-        users = first.count - own[0]
-        if users < 1.0:
-            out.pop("prompt_tokens_per_request", None)
-            return out
-        return out | {"prompt_tokens_per_request": max(0.0, prompts[0] - own[1]) / users}
     if first is not None and prompts is not None and first.count > 0:
         return out | {"prompt_tokens_per_request": prompts[0] / first.count}
     done = server.increase(target, finished, window, now) if finished else None
+    prompts = server.increase(target, ("prompt_tokens",), window, now)
     if out or done is None or prompts is None:
         return out
     started = done[0] + (series.change(f"{target}/requests_running", window, now) or 0.0)
@@ -102,20 +90,18 @@ def _prompt_length(series: Series, server: ServerLike, target: str, names: Colle
 
 
 def _arrivals(series: Series, server: ServerLike, target: str, finished: Collection[str], window: float,
-              now: float, probes: ProbeLoad | None = None) -> float | None:
-    """Return the users' requests arriving per second over the window: finished + growth of running and waiting.
+              now: float) -> float | None:
+    """Return requests arriving per second over the window: finished + growth of running and waiting.
 
     Conservation, not the finish rate: a surge first grows the batch and the queue (fewer finish, not more),
     and an engine that slows down finishes fewer requests without any more arriving. Over the whole window,
-    not its last quarter: a healthy stream's arrivals over 5 s reached 2.2x their baseline in a burst. The
-    probes that started in the window (sent by the probe process as they start) are not the users'.
+    not its last quarter: a healthy stream's arrivals over 5 s reached 2.2x their baseline in a burst.
     """
     done = server.increase(target, finished, window, now) if finished else None
     if done is None or done[1] <= 0:
         return None
     grew = sum(series.change(f"{target}/{g}", window, now) or 0.0 for g in ("requests_running", "requests_waiting"))
-    own = probes.starts(target, done[1], now) if probes is not None else 0
-    return max(0.0, done[0] + grew - own) / done[1]
+    return max(0.0, done[0] + grew) / done[1]
 
 
 def record_engine(series: Series, server: ServerLike, target: str) -> None:
@@ -136,9 +122,8 @@ def _rate(server: ServerLike, target: str, names: Collection[str], window: float
 
 
 def engine_signals(series: Series, server: ServerLike, target: str, window: float, hold: float,
-                   now: float, probes: ProbeLoad | None = None) -> dict[str, float]:
-    """Return the engine signals of a target over the diagnosis window (restarts over `hold`; `probes`: sloguard's
-    own requests, taken out of the users' arrivals and prompt lengths)."""
+                   now: float) -> dict[str, float]:
+    """Return the engine signals of a target over the diagnosis window (restarts over `hold`)."""
     out: dict[str, float] = {}
     for gauge in GAUGES:
         value = series.mean(f"{target}/{gauge}", window * RECENT, now)
@@ -151,9 +136,9 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
     finished = {n for n in names if n.startswith("finished:")}
     if "preemptions" in names and (v := _rate(server, target, ("preemptions",), window, now)) is not None:
         out["preemptions_per_second"] = v
-    if (arriving := _arrivals(series, server, target, finished, window, now, probes)) is not None:
+    if (arriving := _arrivals(series, server, target, finished, window, now)) is not None:
         out["request_rate"] = arriving
-    out |= _prompt_length(series, server, target, names, finished, window, now, probes)
+    out |= _prompt_length(series, server, target, names, finished, window, now)
     hits = server.increase(target, ("prefix_cache_hits",), window, now)
     queries = server.increase(target, ("prefix_cache_queries",), window, now)
     if hits is not None and queries is not None and queries[0] > 0:

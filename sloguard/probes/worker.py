@@ -47,7 +47,6 @@ class ProbeWorker:
         self._results, self._results_child = self._ctx.Pipe(duplex=False)
         self._proc: Any = None
         self._pending: list[ProbeResult] = []  # drained while stopping, handed out by the next drain()
-        self._started: list[tuple[str, float]] = []  # (target, wall time) of each request as it started
         self.overhead_seconds = 0.0
         self.stall_seconds = 0.0
 
@@ -77,15 +76,8 @@ class ProbeWorker:
                 return out
             if kind == "result":
                 out.append(value)
-            elif kind == "started":
-                self._started.append(value)
             else:
                 self.overhead_seconds, self.stall_seconds = (float(v) for v in value)
-
-    def take_started(self) -> list[tuple[str, float]]:
-        """Return (target, wall time) of the requests that started since the last call (drain() collects them)."""
-        out, self._started = self._started, []
-        return out
 
     def stop(self, timeout: float = STOP_GRACE_S + 1.0) -> None:
         """Ask the process to finish in-flight requests and exit; terminate it after `timeout`.
@@ -212,8 +204,6 @@ class _Runner:
             await asyncio.sleep(max(0.0, due - loop.time()))
             running = self._running.get(job.name)
             if running is None or running.done():
-                if job.kind != "oversized_prompt":  # the engine serves it: not the users' load (diagnosis)
-                    self._results.put(("started", (job.target, time.time())))
                 running = self._running[job.name] = asyncio.create_task(self._probe(job, rng))
                 self._inflight.add(running)
                 running.add_done_callback(self._inflight.discard)
