@@ -94,6 +94,8 @@ class Lane:
     pre_missed: frozenset[str] = frozenset()  # the objectives (metrics) missing at injection
     metric_breach_at: dict[str, float] = field(default_factory=dict)  # metric -> its first breach after injection
     verdict_metric: str | None = None  # the objective the first correct verdict explains (its `breach`)
+    metric_onsets: dict[str, list[float]] = field(default_factory=dict)  # metric -> evaluation times it began missing
+    missing: frozenset[str] = frozenset()  # the objectives missing at the previous poll
     summary: str = ""
     why: list[tuple[float, str]] = field(default_factory=list)  # (t, lever) whenever an unknown's lever changes
     trace: list[dict[str, Any]] = field(default_factory=list)  # every poll's diagnosis (--trace)
@@ -196,7 +198,11 @@ def _observe(lanes: list[Lane], base: str, t0: float, observe: float) -> None:
                       and o["compliant"] is False}
             if t < 0:  # as of the last poll before injection
                 lane.pre_breach, lane.pre_missed = bool(misses), frozenset(misses)
+                lane.missing = frozenset(misses)
                 continue
+            for metric in misses - lane.missing:
+                lane.metric_onsets.setdefault(metric, []).append(slo.get("evaluated_at") or 0.0)
+            lane.missing = frozenset(misses)
             if lane.breach_t is None and misses:
                 lane.breach_t, lane.breach_at = t, slo.get("evaluated_at")
             for metric in misses:
@@ -270,6 +276,21 @@ def lag_of(lane: Lane) -> float | None:
     return None if breach is None else round((lane.verdict_at - breach) / EVAL_S)
 
 
+def lag_episode(lane: Lane) -> float | None:
+    """Return correct verdict − onset of the breach episode it came in (the explained objective missing at every
+    poll from that onset to the verdict), in evaluation intervals; None without an onset after injection.
+
+    A breach that clears after one evaluation cannot be named (a cause is confirmed at 2 of 3 evaluations, so
+    that one noisy evaluation never names one); lag_of() charges the verdict for such a blink before the
+    breach that lasted (traces: a load surge's TPOT missed at one evaluation, cleared for 12 s, then missed for
+    good and was named 1 interval later: +14 by lag_of()).
+    """
+    if lane.verdict_at is None or lane.verdict_metric is None:
+        return None
+    onsets = [o for o in lane.metric_onsets.get(lane.verdict_metric, []) if o <= lane.verdict_at]
+    return round((lane.verdict_at - onsets[-1]) / EVAL_S) if onsets else None
+
+
 def lag_any(lane: Lane) -> float | None:
     """Return correct verdict − first breach of any objective after injection (the stricter, older figure)."""
     if lane.verdict_at is None or lane.breach_at is None or lane.pre_breach:
@@ -319,6 +340,12 @@ def report(lanes: list[Lane]) -> None:
     if strict:
         print(f"  vs the first breach of any objective ({len(strict)} runs): median {statistics.median(strict):+.0f},"
               f" max {max(strict):+.0f}; within 2: {sum(v <= 2 for v in strict)}/{len(strict)}")
+    episode = [v for lane in faulted if (v := lag_episode(lane)) is not None]
+    if episode:
+        print(f"  vs the onset of the breach episode the verdict came in ({len(episode)} runs): median "
+              f"{statistics.median(episode):+.0f}, max {max(episode):+.0f}; within 2: "
+              f"{sum(v <= 2 for v in episode)}/{len(episode)} (a breach that cleared after one evaluation is a blink,"
+              " not the breach the verdict explains)")
     if pre:
         print(f"  objective already missed at injection (lag not timed, 'pre'): {', '.join(pre)}")
     print("\nexample verdict lines:")

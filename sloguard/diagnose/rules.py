@@ -15,9 +15,9 @@ Signals (sloguard.diagnose.signals; all over the diagnosis window unless said):
   requests_waiting, requests_running, kv_cache_usage_ratio (means of the scrapes in the window's last quarter:
   instantaneous state, read as recent as the breach it explains), kv_cache_usage_p90 (the
   usage reached at ≥ 10% of the scrapes: a full cache that preemptions briefly relieve, or that just filled,
-  reads full, where the mean lags), preemptions_per_second, request_rate (the users' requests arriving per
-  second: finished plus the growth of running and waiting, less sloguard's own probes), prompt_tokens_per_request
-  (the users' prompt tokens ÷ first tokens: the prompts prefilled, not those finishing) and prompt_tokens_p90 (from
+  reads full, where the mean lags), preemptions_per_second, request_rate (requests arriving per second:
+  finished plus the growth of running and waiting), prompt_tokens_per_request (prompt tokens ÷ first tokens:
+  the prompts prefilled, not those finishing) and prompt_tokens_p90 (from
   the engine's prompt-length histogram over the window, where it has one: both must rise, so neither a burst
   of a few long prompts (the mean only) nor fewer short requests finishing (the p90 at a mass boundary of the
   mix) reads as longer prompts), prefix_cache_hit_ratio,
