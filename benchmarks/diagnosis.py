@@ -22,12 +22,11 @@ Run: .venv/bin/python benchmarks/diagnosis.py [--seeds 5] [--healthy 10] [--para
      (~25 min on 2 cores; tune on the default seeds, validate on --seed-base 1000)
      .venv/bin/python benchmarks/diagnosis.py --cost   (the diagnosis step's own cost per evaluation, ~1 min)
 
-Measured (commit 2851008's rules; README "Diagnosis" has the per-fault detail), 1415 s each, load average
-0.2-0.7: default seeds: right cause 33/35 = 94%, no false cause 9/10 healthy (seed 501: a prompt-length baseline
-learned from probes only), verdict − breach of the explained objective median +1, 24/31 within 2 (max +51).
---seed-base 1000: 34/35 = 97%, healthy 10/10, median +1, 22/31 within 2 (max +23). Late verdicts left:
-capacity, long_prompts (rates/means over the window) and a KV cache too small to admit one long request
-(requests wait at 30% usage: capacity first, then kv_cache_pressure).
+Measured (commit 52f9620's rules; README "Diagnosis" has the per-fault detail), 1415 s each, load average
+0.1-0.6: default seeds: right cause 35/35 = 100%, no false cause 9/10 healthy (seed 501: a prompt-length baseline
+learned from probes only), verdict − breach of the explained objective median +1, 26/32 within 2 (max +53).
+--seed-base 1000: 32/35 = 91%, healthy 10/10, median +1, 23/29 within 2 (max +22). Late verdicts left:
+long_prompts (its p90 is observed at finish) and capacity (arrivals over the window at 1 background request/s).
 """
 
 from __future__ import annotations
