@@ -8,7 +8,8 @@
    counts once it is MIN_RISE or the objective's headroom over its baseline, whichever is less). Where more
    of the whole's requests than its tail (1 − q) have no per-request stages (cut short before the server's
    record), the whole's quantile may consist of those alone: the stage must then explain MIN_SHARE of the
-   stages' summed rise instead.
+   stages' summed rise instead. Either way its rise must be at least MIN_PART of the whole's excess over the
+   objective (a few ms cannot be where seconds went).
 3. The first RULES row (precedence order) that can explain that stage and whose conditions hold names the
    cause. No row: `unknown`, naming the signals that were not available to the rows that could explain it.
    A breach no stage explains is named only by a row marked `unlocated` (an engine restart: its failed and
@@ -34,6 +35,10 @@ PARTS: dict[str, tuple[str, ...]] = {
 MIN_SHARE = 0.5  # the bottleneck stage explains at least half of the whole's rise
 MIN_RISE = 0.25  # ... and rose at least 25% above its own baseline
 MIN_RISE_S = 0.002  # ... and by at least 2 ms (below that, timer noise)
+# ... and by at least a tenth of how far the whole is over its objective. Where the whole's tail is requests cut
+# short (no stages), the staged requests' rises are all there is: a 4 ms network rise was "100% of the stages'
+# rise" and named `network` for a 4.9 s TTFT made of timed-out requests (KV cache too small, benchmark trace).
+MIN_PART = 0.1
 CONTEXT = ("requests_waiting", "kv_cache_usage_ratio", "preemptions_per_second")
 
 
@@ -124,7 +129,8 @@ def locate(breach: Breach, inp: Inputs) -> tuple[Stage | None, float | None, lis
     if whole is not None and whole.uncovered > 1.0 - breach.quantile:
         whole_rise = sum(v for v in rises.values() if v)  # the whole's tail may hold no staged request at all
     share = min(1.0, rise / whole_rise) if whole_rise else None
-    if rise <= 0.0 or (share is not None and share < MIN_SHARE):
+    over = breach.value - breach.threshold
+    if rise <= 0.0 or (share is not None and share < MIN_SHARE) or rise < MIN_PART * over:
         ev = [_stage_evidence(inp.readings[p], breach.metric, None) for p in rises if rises[p] is not None]
         return None, share, ev, missing
     return stage, share, [_stage_evidence(inp.readings[stage], breach.metric, share)], missing  # type: ignore[return-value]

@@ -166,6 +166,9 @@ CASES = [
     # timed-out requests (no server record) hold TTFT's tail: the queue explains most of what the stages rose by
     ("whole's tail without stages: the stages' rise decides", _uncovered(_inputs(
         stages=TIMED_OUT, signals={"requests_waiting": 9.0}), 0.2), "queue", "capacity"),
+    ("whole's tail without stages: a few ms of network is not where seconds went", _uncovered(_inputs(
+        (Breach("ttft", 0.95, 4.9, 1.0, censored=True),), stages={"ttft": 4.9, "network": 0.009}), 0.3),
+     "none", "unknown"),
     ("whole's tail staged: the queue is a fifth of the rise", _uncovered(_inputs(
         stages=TIMED_OUT, signals={"requests_waiting": 9.0}), 0.04), "none", "unknown"),
     # TPOT p95 a lower bound under the objective, requests cut short could exceed it: the SLO misses, so do we
