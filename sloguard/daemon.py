@@ -201,7 +201,9 @@ class Daemon:
 
     def drain_probes(self) -> None:
         """Move probe results into the SLO windows, then hand them to the store (which may fail: they wait)."""
-        results = self.reports.stamp(self.records.finalise(self.probes.drain(supervise=not self.stopping.is_set())))
+        raw = self.probes.drain(supervise=not self.stopping.is_set())
+        self.diagnosis.observe_probes(self.probes.started(), self.clock.now())
+        results = self.reports.stamp(self.records.finalise(raw))
         if results:
             self.slo.add_probe_results(results)
         self.persist.add_probe_results(results)  # never raises for the store; retries a failed one

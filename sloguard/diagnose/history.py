@@ -51,6 +51,15 @@ class Baselines:
 
     def get(self, key: str) -> float | None:
         """Return the key's baseline, or None before `min_points` settled healthy values spanning `min_span`."""
+        used = self._used(key)
+        return None if used is None else float(statistics.median(v for _, v in used))
+
+    def span(self, key: str) -> float | None:
+        """Return the seconds between the oldest and newest value behind the key's baseline (None: no baseline)."""
+        used = self._used(key)
+        return None if used is None else used[-1][0] - used[0][0]
+
+    def _used(self, key: str) -> list[tuple[float, float]] | None:
         points = self._points.get(key)
         if not points:
             return None
@@ -58,7 +67,7 @@ class Baselines:
         settled = newest - min(self.adopt, (newest - points[0][0]) / 3)
         for values in ([(ts, v) for ts, v in points if ts <= settled], list(points)):
             if len(values) >= self.min_points and values[-1][0] - values[0][0] >= self.min_span:
-                return float(statistics.median(v for _, v in values))
+                return values
         return None
 
     def all(self, keys: Iterable[str] | None = None) -> dict[str, float]:
@@ -107,6 +116,11 @@ class Series:
         """Return a counter's increase per second over the window, or None without two points."""
         got = self.increase(key, window, now)
         return None if got is None or got[1] <= 0 else got[0] / got[1]
+
+    def ends(self, key: str, window: float, now: float) -> tuple[float, float] | None:
+        """Return the timestamps of the first and last point `change` would use, or None without two points."""
+        points = self._since(key, window, now)
+        return (points[0][0], points[-1][0]) if len(points) >= 2 else None
 
     def change(self, key: str, window: float, now: float) -> float | None:
         """Return a gauge's last value minus its value at the window's start, or None without two points."""

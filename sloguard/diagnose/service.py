@@ -15,6 +15,7 @@ from prometheus_client.metrics_core import Metric
 from sloguard.config.spec import Config
 from sloguard.config.units import format_duration
 from sloguard.diagnose import inputs, signals
+from sloguard.diagnose.arrivals import ProbeLoad
 from sloguard.diagnose.confirm import Confirmer
 from sloguard.diagnose.engine import candidates
 from sloguard.diagnose.history import Baselines, Series
@@ -25,6 +26,9 @@ from sloguard.slo.evaluate import ServerReader, ServerWindowsLike
 from sloguard.slo.model import SLOStatus
 from sloguard.slo.stages import STAGE_QS
 from sloguard.windows.probe import ProbeWindow
+
+# Counts since an event and a score against a baseline already: no healthy level of their own to learn.
+UNLEARNED = frozenset({"engine_restarts", "cold_starts", "arrival_surge_z"})
 
 
 class WindowsLike(Protocol):
@@ -47,6 +51,7 @@ class Diagnoser:
         self._seen: dict[str, dict[str, dict[str, float | None]]] = {}  # slo -> signal -> value and baseline
         self._confirm = Confirmer()
         self.series = Series(horizon=cfg.diagnose.restart_hold + cfg.diagnose.window)
+        self.probes = ProbeLoad(horizon=2 * cfg.diagnose.window)  # sloguard's own requests, not the users'
         self.reconfigure(cfg)
 
     def reconfigure(self, cfg: Config) -> None:
@@ -54,6 +59,8 @@ class Diagnoser:
         spec = cfg.diagnose
         self.enabled, self.window, self.hold = spec.enabled, spec.window, spec.restart_hold
         self.series.horizon = spec.restart_hold + spec.window
+        self.probes.horizon = 2 * spec.window  # a window's span starts at the scrape before it
+        self.probes.forget(t.name for t in cfg.targets)
         names = {s.name for s in cfg.slos}
         self._baselines = {n: b for n, b in self._baselines.items() if n in names}
         for b in self._baselines.values():
@@ -68,6 +75,10 @@ class Diagnoser:
             target = p.target or single
             if target is not None:
                 self.processes.setdefault(target, []).append(p.name)
+
+    def observe_probes(self, started: Sequence[tuple[str, float]], now: float) -> None:
+        """Record the probes' own requests (target, wall time of each start) as they start."""
+        self.probes.observe(started, now)
 
     def step(self, now: float, statuses: Sequence[SLOStatus], engine: WindowsLike, server: ServerLike | None,
              samples: Sequence[Sample]) -> None:
@@ -85,10 +96,11 @@ class Diagnoser:
             self.verdicts[st.slo.name] = self._one(now, st, engine, server, idx)
 
     def _signals(self, target: str, server: ServerLike | None, samples: Mapping[str, Sequence[Sample]],
-                 now: float) -> tuple[dict[str, float], dict[str, str]]:
+                 now: float, user_rate: tuple[float, float] | None) -> tuple[dict[str, float], dict[str, str]]:
         out: dict[str, float] = {}
         if server is not None:
-            out |= signals.engine_signals(self.series, server, target, self.window, self.hold, now)
+            out |= signals.engine_signals(self.series, server, target, self.window, self.hold, now, self.probes,
+                                          user_rate)
         host, notes = signals.host_signals(self.series, self.processes.get(target, []), self.window, self.hold, now)
         gpu, gpu_notes = signals.gpu_signals(samples, target)
         return out | host | gpu, notes | gpu_notes
@@ -103,13 +115,16 @@ class Diagnoser:
         reader = ServerReader(server, slo.target, self.window, now) if server is not None else None
         q, sources = inputs.quantiles(slo, probe, reader, self.window)
         q = inputs.censor(q, sources, probe)
-        sig, notes = self._signals(slo.target, server, samples, now)
+        base = self._baselines.setdefault(slo.name, Baselines(self._horizon, min_span=self.window))
+        learned = base.all()
+        users = learned.get("user_request_rate")
+        over = base.span("user_request_rate")  # each healthy value counted a window: the baseline counted span + window
+        sig, notes = self._signals(slo.target, server, samples, now,
+                                   None if users is None or over is None else (users, over + self.window))
         if "network" in sources:
             sig["network_measured"] = 1.0 if sources["network"] == "request" else 0.0
         found_breaches = inputs.breaches(st, q)
-        base = self._baselines.setdefault(slo.name, Baselines(self._horizon, min_span=self.window))
         at = max(found_breaches, key=lambda b: b.severity).quantile if found_breaches else 0.95
-        learned = base.all()
         readings = inputs.readings(q, sources, at, learned, slo.budgets, inputs.gaps(probe, sources))
         self._excess[slo.name] = {s: r.excess for s, r in inputs.readings(q, sources, 0.95, learned, {}).items()
                                   if r.excess is not None}
@@ -118,7 +133,7 @@ class Diagnoser:
         verdict = self._confirm.publish(cands, self.verdicts.get(slo.name))
         if not found_breaches:
             base.record(now, {**inputs.healthy_values(q), **{k: v for k, v in sig.items()
-                                                             if k not in ("engine_restarts", "cold_starts")}})
+                                                             if k not in UNLEARNED}})
         return verdict
 
     def families(self) -> list[Metric]:

@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
+from sloguard.diagnose.arrivals import ProbeLoad, arrivals, users
 from sloguard.diagnose.history import Series
 from sloguard.model import Histogram, Sample, ServerView
 from sloguard.windows import histo
@@ -89,21 +90,6 @@ def _prompt_length(series: Series, server: ServerLike, target: str, names: Colle
     return {"prompt_tokens_per_request": prompts[0] / started} if started > 0 else {}
 
 
-def _arrivals(series: Series, server: ServerLike, target: str, finished: Collection[str], window: float,
-              now: float) -> float | None:
-    """Return requests arriving per second over the window: finished + growth of running and waiting.
-
-    Conservation, not the finish rate: a surge first grows the batch and the queue (fewer finish, not more),
-    and an engine that slows down finishes fewer requests without any more arriving. Over the whole window,
-    not its last quarter: a healthy stream's arrivals over 5 s reached 2.2x their baseline in a burst.
-    """
-    done = server.increase(target, finished, window, now) if finished else None
-    if done is None or done[1] <= 0:
-        return None
-    grew = sum(series.change(f"{target}/{g}", window, now) or 0.0 for g in ("requests_running", "requests_waiting"))
-    return max(0.0, done[0] + grew) / done[1]
-
-
 def record_engine(series: Series, server: ServerLike, target: str) -> None:
     """Remember the target's gauges from its newest scrape, and its restart count."""
     view = server.latest(target)
@@ -121,9 +107,13 @@ def _rate(server: ServerLike, target: str, names: Collection[str], window: float
     return None if got is None or got[1] <= 0 else got[0] / got[1]
 
 
-def engine_signals(series: Series, server: ServerLike, target: str, window: float, hold: float,
-                   now: float) -> dict[str, float]:
-    """Return the engine signals of a target over the diagnosis window (restarts over `hold`)."""
+def engine_signals(series: Series, server: ServerLike, target: str, window: float, hold: float, now: float,
+                   probes: ProbeLoad | None = None, user_rate: tuple[float, float] | None = None) -> dict[str, float]:
+    """Return the engine signals of a target over the diagnosis window (restarts over `hold`).
+
+    `probes` (sloguard's own requests) adds the users' arrivals; `user_rate` (their healthy baseline and the seconds
+    it was learned over) their surge z.
+    """
     out: dict[str, float] = {}
     for gauge in GAUGES:
         value = series.mean(f"{target}/{gauge}", window * RECENT, now)
@@ -136,8 +126,10 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
     finished = {n for n in names if n.startswith("finished:")}
     if "preemptions" in names and (v := _rate(server, target, ("preemptions",), window, now)) is not None:
         out["preemptions_per_second"] = v
-    if (arriving := _arrivals(series, server, target, finished, window, now)) is not None:
-        out["request_rate"] = arriving
+    if (arriving := arrivals(series, server, target, finished, window, now)) is not None:
+        out["request_rate"] = arriving[0] / arriving[1]
+    if probes is not None:
+        out |= users(series, server, target, finished, window, now, probes, user_rate)
     out |= _prompt_length(series, server, target, names, finished, window, now)
     hits = server.increase(target, ("prefix_cache_hits",), window, now)
     queries = server.increase(target, ("prefix_cache_queries",), window, now)

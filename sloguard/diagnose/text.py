@@ -33,6 +33,8 @@ def signal_value(name: str, value: float) -> str:
         return f"{label} {value:.3g}/s"
     if unit == "cores":
         return f"{label} {value:.2g} cores"
+    if unit == "sd":
+        return f"{label} {value:+.2g} sd"
     return f"{value:.3g} {label}"
 
 

@@ -59,6 +59,10 @@ class ProbeFeed:
             self.history.add(r)
         return [r for r in results if not r.check_kind]
 
+    def started(self) -> list[tuple[str, float]]:
+        """Return (target, wall time) of each probe request that started since the last call (after drain())."""
+        return self.worker.take_started()
+
     def _supervise(self) -> None:
         if self.worker.alive() or time.monotonic() - self._restarted_at < RESTART_BACKOFF:
             return

@@ -19,6 +19,7 @@ import random
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any
@@ -35,6 +36,7 @@ from sloguard.probes.workload import pick_prompt
 STOP_GRACE_S = 3.0  # in-flight requests may finish within this on stop (ProbeWorker.stop waits 1 s longer)
 REPORT_FIRST_S = 1.0  # first overhead report after 1 s
 REPORT_EVERY_S = 5.0  # then every 5 s
+MAX_STARTED = 65536  # probe starts kept until taken (take_started): ~6 MB at most
 
 
 class ProbeWorker:
@@ -47,6 +49,8 @@ class ProbeWorker:
         self._results, self._results_child = self._ctx.Pipe(duplex=False)
         self._proc: Any = None
         self._pending: list[ProbeResult] = []  # drained while stopping, handed out by the next drain()
+        # (target, wall time) of each request as it started; bounded for a caller that never takes them (CLI)
+        self._started: deque[tuple[str, float]] = deque(maxlen=MAX_STARTED)
         self.overhead_seconds = 0.0
         self.stall_seconds = 0.0
 
@@ -76,8 +80,16 @@ class ProbeWorker:
                 return out
             if kind == "result":
                 out.append(value)
+            elif kind == "started":
+                self._started.append(value)
             else:
                 self.overhead_seconds, self.stall_seconds = (float(v) for v in value)
+
+    def take_started(self) -> list[tuple[str, float]]:
+        """Return (target, wall time) of the requests that started since the last call (drain() collects them)."""
+        out = list(self._started)
+        self._started.clear()
+        return out
 
     def stop(self, timeout: float = STOP_GRACE_S + 1.0) -> None:
         """Ask the process to finish in-flight requests and exit; terminate it after `timeout`.
@@ -204,6 +216,10 @@ class _Runner:
             await asyncio.sleep(max(0.0, due - loop.time()))
             running = self._running.get(job.name)
             if running is None or running.done():
+                # the diagnosis takes the probes out of the engine's arrivals; an oversized prompt is refused
+                # before the engine counts it
+                if job.kind != "oversized_prompt":
+                    self._results.put(("started", (job.target, time.time())))
                 running = self._running[job.name] = asyncio.create_task(self._probe(job, rng))
                 self._inflight.add(running)
                 running.add_done_callback(self._inflight.discard)

@@ -90,6 +90,9 @@ def test_probe_process_runs_updates_and_stops(sim: str) -> None:
         first = _drain_until(worker, 6, 30)
         assert {r.probe for r in first} == {"a", "b"}
         assert all(r.ok for r in first), [r.error for r in first]
+        started = worker.take_started()  # the diagnosis takes these out of the users' arrivals
+        assert {t for t, _ in started} == {"sim"} and len(started) >= len(first)
+        assert all(any(abs(ts - r.ts) < 0.05 for _, ts in started) for r in first)  # each result's start
         worker.update(jobs[:1])
         _drain_until(worker, 2, 10)  # requests in flight at the update may still report
         later = _drain_until(worker, 4, 30)

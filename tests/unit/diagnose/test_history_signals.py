@@ -32,6 +32,7 @@ def test_a_baseline_rests_on_values_that_span_a_window() -> None:
     for t in (30.0, 31.0, 32.0, 33.0, 34.0, 35.0, 36.0, 37.0, 38.0, 39.0, 40.0):
         b.record(t, {"prompt_tokens_p90": 500.0})
     assert b.get("prompt_tokens_p90") == 400.0  # settled: t <= 26.7, eleven values spanning 20 s
+    assert b.span("prompt_tokens_p90") == 20.0 and b.span("other") is None  # the values behind it, not all 40 s
 
 
 def test_a_young_history_that_settled_too_little_uses_all_its_values() -> None:

@@ -29,8 +29,9 @@ HEALTHY = {"requests_waiting": 0.0, "requests_running": 4.0, "kv_cache_usage_rat
            "prompt_tokens_p90": 1000.0,
            "preemptions_per_second": 0.0, "request_rate": 2.0, "prompt_tokens_per_request": 400.0,
            "engine_restarts": 0.0, "cold_starts": 0.0, "serving_cpu_cores": 0.1, "gpu_throttle_reasons": 0.0,
-           "gpu_sm_clock_ratio": 1.0, "gpu_health_problems": 0.0, "canary_degraded": 0.0, "network_measured": 1.0}
-BASELINES = {k: v for k, v in HEALTHY.items() if k not in ("engine_restarts", "cold_starts")}
+           "gpu_sm_clock_ratio": 1.0, "gpu_health_problems": 0.0, "canary_degraded": 0.0, "network_measured": 1.0,
+           "arrival_surge_z": 0.3}
+BASELINES = {k: v for k, v in HEALTHY.items() if k not in ("engine_restarts", "cold_starts", "arrival_surge_z")}
 
 
 def _inputs(breaches: tuple[Breach, ...] = (TTFT,), stages: Mapping[str, float] | None = None,
@@ -64,11 +65,31 @@ CASES = [
     ("capacity: more requests, bigger batches", _inputs((TPOT,), SLOW_DECODE, {"request_rate": 6.0}), "decode",
      "capacity"),
     ("capacity: the batch grew far more than the arrivals", _inputs((TPOT,), SLOW_DECODE, {
-        "requests_running": 12.0, "request_rate": 2.6}), "decode", "capacity"),
+        "requests_running": 12.0, "request_rate": 2.6, "arrival_surge_z": 3.1}), "decode", "capacity"),
+    ("the batch grew and the total's arrivals 1.3x, within the users' noise", _inputs((TPOT,), SLOW_DECODE, {
+        "requests_running": 12.0, "request_rate": 2.6, "arrival_surge_z": 2.7}), "decode", "unknown"),
+    ("capacity: a grown batch with a surge slows prefill too", _inputs(stages=PREFILL, signals={
+        "requests_running": 12.0, "arrival_surge_z": 3.5}), "prefill", "capacity"),
+    ("a grown batch with calm arrivals does not explain prefill", _inputs(stages=PREFILL, signals={
+        "requests_running": 12.0, "request_rate": 3.5}), "prefill", "unknown"),
+    # the users' arrivals in Poisson sds over their own rate (probes taken out): a surge the total hides
+    ("capacity: the users' arrivals surged (4 sd)", _inputs((TPOT,), SLOW_DECODE, {"arrival_surge_z": 4.5}),
+     "decode", "capacity"),
+    ("capacity: a grown batch and the users' arrivals 3 sd up", _inputs((TPOT,), SLOW_DECODE, {
+        "requests_running": 12.0, "arrival_surge_z": 3.2}), "decode", "capacity"),
+    ("3 sd of arrivals without a grown batch is not capacity", _inputs((TPOT,), SLOW_DECODE, {
+        "arrival_surge_z": 3.5}), "decode", "unknown"),
+    ("a grown batch with the users' arrivals 2 sd up is not capacity", _inputs((TPOT,), SLOW_DECODE, {
+        "requests_running": 12.0, "arrival_surge_z": 2.0, "request_rate": 2.1}), "decode", "unknown"),
+    ("a surge of arrivals does not explain the network", _inputs(stages=NET, signals={
+        "arrival_surge_z": 9.0, "network_measured": 0.0, "requests_waiting": 6.0}), "network", "unknown"),
+    ("long prompts before a surge of arrivals", _inputs((TPOT,), SLOW_DECODE, {
+        "prompt_tokens_per_request": 1600.0, "prompt_tokens_p90": 4000.0, "arrival_surge_z": 6.0}), "decode",
+     "long_prompts"),
     ("a slower engine grows its batch without more arrivals", _inputs((TPOT,), SLOW_DECODE, {
         "requests_running": 12.0, "request_rate": 2.1}), "decode", "unknown"),
     ("a grown batch of fewer than two requests is noise", _inputs((TPOT,), SLOW_DECODE, {
-        "requests_running": 1.5, "request_rate": 2.6}, baselines={"requests_running": 0.5}), "decode", "unknown"),
+        "requests_running": 1.5, "arrival_surge_z": 3.5}, baselines={"requests_running": 0.5}), "decode", "unknown"),
     ("kv cache pressure", _inputs(stages=QUEUED, signals={"kv_cache_usage_p90": 0.97, "preemptions_per_second": 0.2,
                                                           "requests_waiting": 41.0}), "queue", "kv_cache_pressure"),
     ("kv full and requests wait for blocks", _inputs(stages=QUEUED, signals={"kv_cache_usage_p90": 0.96,
