@@ -27,7 +27,8 @@ DELAY_S = 0.200
 # (fault, payload, expected stage(s), expected cause), in the order they run
 FAULTS: list[tuple[str, dict[str, Any], tuple[str, ...], str]] = [
     ("network_delay", {"network_delay_s": DELAY_S}, ("network",), "network"),
-    ("load_surge", {"load_multiplier": 4.0}, ("queue", "decode"), "capacity"),
+    # prefill: a batch grown 2.5x with the users' arrivals 3 sd up slows each prompt's chunk too (second capacity row)
+    ("load_surge", {"load_multiplier": 4.0}, ("queue", "prefill", "decode"), "capacity"),
     ("kv_shrink", {"kv_blocks": 320}, ("queue", "prefill", "decode"), "kv_cache_pressure"),
     ("long_prompts", {"prompt_scale": 4.0}, ("queue", "prefill", "decode"), "long_prompts"),
     # queue: a throttled GPU's slower steps queue requests behind them
