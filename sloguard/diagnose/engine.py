@@ -13,8 +13,8 @@
 3. The first RULES row (precedence order) that can explain that stage and whose conditions hold names the
    cause. No row: `unknown`, naming the signals that were not available to the rows that could explain it.
    A breach no stage explains is named only by a row marked `unlocated` (an engine restart: its failed and
-   cut-short requests have no stages, and it explains every symptom after it; a CPU-bound serving process,
-   which slows every stage a little); else `unknown`.
+   cut-short requests have no stages, and it explains every symptom after it; a sick or throttled GPU and a
+   CPU-bound serving process, which slow every stage); else `unknown`.
 """
 
 from __future__ import annotations

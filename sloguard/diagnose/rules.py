@@ -74,16 +74,23 @@ RULES: tuple[CauseRule, ...] = (
                      "caches: check the engine log for the crash or OOM, and keep a warm spare replica; the "
                      "requests it cut short have no stages, so it also names a breach no stage explains",
               unlocated=True),
+    # A sick or throttled GPU slows every engine step: prefill and decode at once, and the queue behind them, so
+    # its breach is often one no single stage explains (traces: a throttled GPU's TPOT breached through requests
+    # cut short while the finished ones' TPOT was still under its baseline: "no single stage" for 3-5 s).
     CauseRule("gpu_unhealthy", ENGINE,
               any_of=(C("gpu_health_problems", ">=", 1), C("canary_degraded", ">=", 1, optional=True)),
               lever="drain the node and reset or replace the GPU",
               detail="the GPU reports faults (row remap, XID, uncorrectable ECC, PCIe link below max, canary "
-                     "degraded): route traffic to healthy replicas"),
+                     "degraded): route traffic to healthy replicas; it slows every step, so it also names a "
+                     "breach no single stage explains",
+              unlocated=True),
     CauseRule("gpu_throttled", ENGINE,
               needs=(C("gpu_throttle_reasons", ">=", 1), C("gpu_sm_clock_ratio", "<=", 0.9, optional=True)),
               lever="check cooling and power: the GPU clocks are held down",
               detail="power cap or thermal slowdown: check fans, inlet temperature, power limits and node power "
-                     "capping; every step is slower, so requests also queue behind them"),
+                     "capping; every step is slower, so requests also queue behind them and it also names a "
+                     "breach no single stage explains",
+              unlocated=True),
     CauseRule("long_prompts", ENGINE,
               needs=(C("prompt_tokens_per_request", ">", 0.0, vs_baseline=2.0),
                      # 1.5x, not 2x: the p90 of a 1-2-5 bucketed histogram (vLLM's prompt length) moves
