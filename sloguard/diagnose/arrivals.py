@@ -4,14 +4,14 @@ The engine counts every request it serves, the probes' too. Their fixed schedule
 adds no Poisson noise, so a users' surge is told from their own healthy rate by its significance
 (arrival_surge_z), which needs the users' count alone. Pure and clock-free: `now` comes from the caller. Prompt
 lengths are not corrected (measured: the users' prompt-length p90 then sat in vLLM's coarse 1,000-2,000 bucket,
-and long_prompts fell to 2 of 5 right).
+and long_prompts fell to 2 of 5 right); a window with too few users' requests teaches no prompt-length baseline.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from sloguard.diagnose.history import Series
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 SURGE_SPANS = (0.25, 0.5, 1.0)
 MIN_EXPECTED = 1.0  # a Poisson sd of at least 1 request: from a near-zero baseline, one request is not a surge
 FULL = 0.9  # a span's scrapes must cover this share of it
+MIN_USERS = 5.0  # users' requests a healthy window needs before its prompt lengths describe the users' mix
+PROMPT_SIGNALS = frozenset({"prompt_tokens_per_request", "prompt_tokens_p90"})
 
 
 class ProbeLoad:
@@ -110,3 +112,17 @@ def users(series: Series, server: ServerLike, target: str, finished: Collection[
     if baseline is not None:
         out["arrival_surge_z"] = arrival_surge_z(spans.values(), *baseline)
     return out
+
+
+def learnable(values: Mapping[str, float], window: float) -> dict[str, float]:
+    """Return the healthy values a baseline may learn: prompt lengths only where ≥ MIN_USERS users' requests came.
+
+    A window of sloguard's own probes alone holds the probes' prompt length, not the users': learned as the
+    baseline, the users' usual mix then read 2.3x it (benchmark: healthy seed 501, whose first 20 s had no
+    user request, named long_prompts in every run). The users' count is user_request_rate × window; where the
+    engine's arrivals are known but the users' are not yet (the scrapes cover under FULL of the window, right
+    after start) nothing is learned; an engine without arrivals at all learns as before.
+    """
+    users_rate = values.get("user_request_rate")
+    enough = users_rate * window >= MIN_USERS if users_rate is not None else "request_rate" not in values
+    return dict(values) if enough else {k: v for k, v in values.items() if k not in PROMPT_SIGNALS}

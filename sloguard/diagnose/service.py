@@ -15,7 +15,7 @@ from prometheus_client.metrics_core import Metric
 from sloguard.config.spec import Config
 from sloguard.config.units import format_duration
 from sloguard.diagnose import inputs, signals
-from sloguard.diagnose.arrivals import ProbeLoad
+from sloguard.diagnose.arrivals import ProbeLoad, learnable
 from sloguard.diagnose.confirm import Confirmer
 from sloguard.diagnose.engine import candidates
 from sloguard.diagnose.history import Baselines, Series
@@ -132,8 +132,8 @@ class Diagnoser:
         self._seen[slo.name] = {k: {"value": v, "baseline": learned.get(k)} for k, v in sorted(sig.items())}
         verdict = self._confirm.publish(cands, self.verdicts.get(slo.name))
         if not found_breaches:
-            base.record(now, {**inputs.healthy_values(q), **{k: v for k, v in sig.items()
-                                                             if k not in UNLEARNED}})
+            learn = learnable({k: v for k, v in sig.items() if k not in UNLEARNED}, self.window)
+            base.record(now, {**inputs.healthy_values(q), **learn})
         return verdict
 
     def families(self) -> list[Metric]:
