@@ -96,33 +96,36 @@ def arrival_surge_z(counts: Iterable[tuple[float, float]], rate: float, learned_
 
 def users(series: Series, server: ServerLike, target: str, finished: Collection[str], window: float, now: float,
           probes: ProbeLoad, baseline: tuple[float, float] | None) -> dict[str, float]:
-    """Return user_request_rate (the users' arrivals per second) and, with its baseline, arrival_surge_z.
+    """Return user_requests, user_request_rate (the users' arrivals per second) and, with its baseline, arrival_surge_z.
 
-    A span the scrapes cover less than FULL of is left out: right after start the windows are partial and a
-    rate over them is biased (traces: users read 0-0.5/s for 10 s while 1/s arrived, and became a baseline).
-    `baseline`: (the users' healthy rate, seconds it was learned over).
+    user_requests counts the users' arrivals over whatever part of the window the scrapes cover (a count, for
+    learnable()). A span the scrapes cover less than FULL of gives no rate and no z: right after start the
+    windows are partial and a rate over them is biased (traces: users read 0-0.5/s for 10 s while 1/s arrived,
+    and became a baseline). `baseline`: (the users' healthy rate, seconds it was learned over).
     """
-    spans = {f: got for f in SURGE_SPANS
-             if (got := arrivals(series, server, target, finished, window * f, now, probes)) is not None
-             and got[1] >= FULL * window * f}
+    got = {f: arrivals(series, server, target, finished, window * f, now, probes) for f in SURGE_SPANS}
+    spans = {f: a for f, a in got.items() if a is not None and a[1] >= FULL * window * f}
+    out = {} if got[1.0] is None else {"user_requests": got[1.0][0]}
     whole = spans.get(1.0)
     if whole is None:
-        return {}
-    out = {"user_request_rate": whole[0] / whole[1]}
+        return out
+    out["user_request_rate"] = whole[0] / whole[1]
     if baseline is not None:
         out["arrival_surge_z"] = arrival_surge_z(spans.values(), *baseline)
     return out
 
 
-def learnable(values: Mapping[str, float], window: float) -> dict[str, float]:
+def learnable(values: Mapping[str, float]) -> dict[str, float]:
     """Return the healthy values a baseline may learn: prompt lengths only where ≥ MIN_USERS users' requests came.
 
     A window of sloguard's own probes alone holds the probes' prompt length, not the users': learned as the
     baseline, the users' usual mix then read 2.3x it (benchmark: healthy seed 501, whose first 20 s had no
-    user request, named long_prompts in every run). The users' count is user_request_rate × window; where the
-    engine's arrivals are known but the users' are not yet (the scrapes cover under FULL of the window, right
-    after start) nothing is learned; an engine without arrivals at all learns as before.
+    user request, named long_prompts in every run). The count is over the part of the window the scrapes
+    cover, so the prompt baseline still learns right after start (asking for the rate's 90% cover left a lane
+    without one when its fault came 40 s after start). Without the users' count (an engine without
+    arrivals), as before.
     """
-    users_rate = values.get("user_request_rate")
-    enough = users_rate * window >= MIN_USERS if users_rate is not None else "request_rate" not in values
-    return dict(values) if enough else {k: v for k, v in values.items() if k not in PROMPT_SIGNALS}
+    count = values.get("user_requests")
+    if count is None or count >= MIN_USERS:
+        return dict(values)
+    return {k: v for k, v in values.items() if k not in PROMPT_SIGNALS}

@@ -27,8 +27,9 @@ from sloguard.slo.model import SLOStatus
 from sloguard.slo.stages import STAGE_QS
 from sloguard.windows.probe import ProbeWindow
 
-# Counts since an event and a score against a baseline already: no healthy level of their own to learn.
-UNLEARNED = frozenset({"engine_restarts", "cold_starts", "arrival_surge_z"})
+# Counts since an event (or over a partly covered window) and a score against a baseline already: no healthy
+# level of their own to learn.
+UNLEARNED = frozenset({"engine_restarts", "cold_starts", "arrival_surge_z", "user_requests"})
 
 
 class WindowsLike(Protocol):
@@ -132,7 +133,7 @@ class Diagnoser:
         self._seen[slo.name] = {k: {"value": v, "baseline": learned.get(k)} for k, v in sorted(sig.items())}
         verdict = self._confirm.publish(cands, self.verdicts.get(slo.name))
         if not found_breaches:
-            learn = learnable({k: v for k, v in sig.items() if k not in UNLEARNED}, self.window)
+            learn = learnable({k: v for k, v in sig.items() if k not in UNLEARNED})
             base.record(now, {**inputs.healthy_values(q), **learn})
         return verdict
 
