@@ -4,14 +4,14 @@ The engine counts every request it serves, the probes' too. Their fixed schedule
 adds no Poisson noise, so a users' surge is told from their own healthy rate by its significance
 (arrival_surge_z), which needs the users' count alone. Pure and clock-free: `now` comes from the caller. Prompt
 lengths are not corrected (measured: the users' prompt-length p90 then sat in vLLM's coarse 1,000-2,000 bucket,
-and long_prompts fell to 2 of 5 right); a window with too few users' requests teaches no prompt-length baseline.
+and long_prompts fell to 2 of 5 right).
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
 from sloguard.diagnose.history import Series
@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 SURGE_SPANS = (0.25, 0.5, 1.0)
 MIN_EXPECTED = 1.0  # a Poisson sd of at least 1 request: from a near-zero baseline, one request is not a surge
 FULL = 0.9  # a span's scrapes must cover this share of it
-MIN_USERS = 5.0  # users' requests a healthy window needs before its prompt lengths describe the users' mix
-PROMPT_SIGNALS = frozenset({"prompt_tokens_per_request", "prompt_tokens_p90"})
 
 
 class ProbeLoad:
@@ -96,36 +94,19 @@ def arrival_surge_z(counts: Iterable[tuple[float, float]], rate: float, learned_
 
 def users(series: Series, server: ServerLike, target: str, finished: Collection[str], window: float, now: float,
           probes: ProbeLoad, baseline: tuple[float, float] | None) -> dict[str, float]:
-    """Return user_requests, user_request_rate (the users' arrivals per second) and, with its baseline, arrival_surge_z.
+    """Return user_request_rate (the users' arrivals per second) and, with its baseline, arrival_surge_z.
 
-    user_requests counts the users' arrivals over whatever part of the window the scrapes cover (a count, for
-    learnable()). A span the scrapes cover less than FULL of gives no rate and no z: right after start the
-    windows are partial and a rate over them is biased (traces: users read 0-0.5/s for 10 s while 1/s arrived,
-    and became a baseline). `baseline`: (the users' healthy rate, seconds it was learned over).
+    A span the scrapes cover less than FULL of is left out: right after start the windows are partial and a
+    rate over them is biased (traces: users read 0-0.5/s for 10 s while 1/s arrived, and became a baseline).
+    `baseline`: (the users' healthy rate, seconds it was learned over).
     """
-    got = {f: arrivals(series, server, target, finished, window * f, now, probes) for f in SURGE_SPANS}
-    spans = {f: a for f, a in got.items() if a is not None and a[1] >= FULL * window * f}
-    out = {} if got[1.0] is None else {"user_requests": got[1.0][0]}
+    spans = {f: got for f in SURGE_SPANS
+             if (got := arrivals(series, server, target, finished, window * f, now, probes)) is not None
+             and got[1] >= FULL * window * f}
     whole = spans.get(1.0)
     if whole is None:
-        return out
-    out["user_request_rate"] = whole[0] / whole[1]
+        return {}
+    out = {"user_request_rate": whole[0] / whole[1]}
     if baseline is not None:
         out["arrival_surge_z"] = arrival_surge_z(spans.values(), *baseline)
     return out
-
-
-def learnable(values: Mapping[str, float]) -> dict[str, float]:
-    """Return the healthy values a baseline may learn: prompt lengths only where ≥ MIN_USERS users' requests came.
-
-    A window of sloguard's own probes alone holds the probes' prompt length, not the users': learned as the
-    baseline, the users' usual mix then read 2.3x it (benchmark: healthy seed 501, whose first 20 s had no
-    user request, named long_prompts in every run). The count is over the part of the window the scrapes
-    cover, so the prompt baseline still learns right after start (asking for the rate's 90% cover left a lane
-    without one when its fault came 40 s after start). Without the users' count (an engine without
-    arrivals), as before.
-    """
-    count = values.get("user_requests")
-    if count is None or count >= MIN_USERS:
-        return dict(values)
-    return {k: v for k, v in values.items() if k not in PROMPT_SIGNALS}

@@ -16,8 +16,7 @@ Signals (sloguard.diagnose.signals; all over the diagnosis window unless said):
   instantaneous state, read as recent as the breach it explains), kv_cache_usage_p90 (the
   usage reached at ≥ 10% of the scrapes: a full cache that preemptions briefly relieve, or that just filled,
   reads full, where the mean lags), preemptions_per_second, request_rate (requests arriving per second:
-  finished plus the growth of running and waiting), user_request_rate (the same less sloguard's own probes;
-  user_requests: their count over the part of the window scraped, which gates the prompt-length baselines),
+  finished plus the growth of running and waiting), user_request_rate (the same less sloguard's own probes),
   arrival_surge_z (the users' arrivals over the last quarter, half or whole window above their healthy rate, in
   Poisson sds), prompt_tokens_per_request (prompt tokens ÷ first tokens:
   the prompts prefilled, not those finishing) and prompt_tokens_p90 (from

@@ -15,7 +15,7 @@ from prometheus_client.metrics_core import Metric
 from sloguard.config.spec import Config
 from sloguard.config.units import format_duration
 from sloguard.diagnose import inputs, signals
-from sloguard.diagnose.arrivals import ProbeLoad, learnable
+from sloguard.diagnose.arrivals import ProbeLoad
 from sloguard.diagnose.confirm import Confirmer
 from sloguard.diagnose.engine import candidates
 from sloguard.diagnose.history import Baselines, Series
@@ -27,9 +27,8 @@ from sloguard.slo.model import SLOStatus
 from sloguard.slo.stages import STAGE_QS
 from sloguard.windows.probe import ProbeWindow
 
-# Counts since an event (or over a partly covered window) and a score against a baseline already: no healthy
-# level of their own to learn.
-UNLEARNED = frozenset({"engine_restarts", "cold_starts", "arrival_surge_z", "user_requests"})
+# Counts since an event and a score against a baseline already: no healthy level of their own to learn.
+UNLEARNED = frozenset({"engine_restarts", "cold_starts", "arrival_surge_z"})
 
 
 class WindowsLike(Protocol):
@@ -133,8 +132,8 @@ class Diagnoser:
         self._seen[slo.name] = {k: {"value": v, "baseline": learned.get(k)} for k, v in sorted(sig.items())}
         verdict = self._confirm.publish(cands, self.verdicts.get(slo.name))
         if not found_breaches:
-            learn = learnable({k: v for k, v in sig.items() if k not in UNLEARNED})
-            base.record(now, {**inputs.healthy_values(q), **learn})
+            base.record(now, {**inputs.healthy_values(q), **{k: v for k, v in sig.items()
+                                                             if k not in UNLEARNED}})
         return verdict
 
     def families(self) -> list[Metric]:

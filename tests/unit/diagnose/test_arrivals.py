@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from sloguard.diagnose.arrivals import ProbeLoad, arrival_surge_z, learnable
+from sloguard.diagnose.arrivals import ProbeLoad, arrival_surge_z
 from sloguard.diagnose.history import Series
 from sloguard.diagnose.signals import engine_signals, record_engine
 from sloguard.model import ModelView, ServerView
@@ -87,10 +87,6 @@ def test_no_users_rate_over_a_window_the_scrapes_do_not_cover_yet() -> None:
     server, series, load = _feed([1.0] * 11)
     sig = engine_signals(series, server, "t", window=20.0, hold=60.0, now=10.0, probes=load, user_rate=(1.0, 60.0))
     assert "user_request_rate" not in sig and "arrival_surge_z" not in sig and sig["request_rate"] == pytest.approx(3.0)
-    assert sig["user_requests"] == pytest.approx(10.0)  # the count over the part covered (learnable() reads it)
-    server, series, load = _feed([0.0] * 11)
-    quiet = engine_signals(series, server, "t", window=20.0, hold=60.0, now=10.0, probes=load)
-    assert quiet["user_requests"] == pytest.approx(0.0)  # probes only: no user request yet
 
 
 def test_no_surge_z_before_the_users_rate_has_a_baseline() -> None:
@@ -125,26 +121,3 @@ def test_counters_and_gauges_between_the_same_two_scrapes() -> None:
     sig = engine_signals(series, server, "t", window=20.0, hold=60.0, now=20.5, probes=load, user_rate=EXACT)
     assert sig["request_rate"] == pytest.approx(3.0) and sig["user_request_rate"] == pytest.approx(1.0)
 
-
-
-PROMPTS = {"prompt_tokens_per_request": 123.0, "prompt_tokens_p90": 196.0}
-
-
-@pytest.mark.parametrize(("case", "values", "learns_prompts"), [
-    # sloguard's probes alone: their prompt length is not the users' mix (seed 501's false long_prompts)
-    ("probes only, no user request", {"request_rate": 2.0, "user_request_rate": 0.0, "user_requests": 0.0}, False),
-    ("four users' requests", {"request_rate": 2.2, "user_request_rate": 0.2, "user_requests": 4.0}, False),
-    ("five users' requests", {"request_rate": 2.25, "user_request_rate": 0.25, "user_requests": 5.0}, True),
-    ("the users' usual traffic", {"request_rate": 3.0, "user_request_rate": 1.0, "user_requests": 20.0}, True),
-    # right after start the scrapes cover part of the window: no rate yet, but the count decides
-    ("partial window with the users' requests", {"request_rate": 2.0, "user_requests": 9.0}, True),
-    ("partial window of probes only", {"request_rate": 1.5, "user_requests": 0.0}, False),
-    ("engine without arrivals", {}, True),
-])
-def test_prompt_lengths_teach_a_baseline_only_from_the_users_requests(case: str, values: dict[str, float],
-                                                                      learns_prompts: bool) -> None:
-    got = learnable({**values, **PROMPTS, "requests_running": 4.0})
-    assert got["requests_running"] == 4.0 and {k: got[k] for k in values} == values, case
-    assert (set(PROMPTS) <= got.keys()) is learns_prompts, case
-    if not learns_prompts:
-        assert not set(PROMPTS) & got.keys(), case
