@@ -22,13 +22,14 @@ Run: .venv/bin/python benchmarks/diagnosis.py [--seeds 5] [--healthy 10] [--para
      (~25 min on 2 cores; tune on the default seeds, validate on --seed-base 1000)
      .venv/bin/python benchmarks/diagnosis.py --cost   (the diagnosis step's own cost per evaluation, ~1 min)
 
-Measured (the rules of the commit that added arrival_surge_z; README "Diagnosis" has the per-fault detail), 1416 s
-each, load average 0.3-0.6: default seeds: right cause 34/35 = 97%, no false cause 9/10 healthy (seed 501: a
-prompt-length baseline learned from probes only), verdict − breach of the explained objective median +1, 26/31
-within 2 (max +51). --seed-base 1000: 32/35 = 91%, healthy 10/10, median +1, 21/29 within 2 (max +21). The same
-seeds vary from run to run by about ±3 right causes (3567d87, before arrival_surge_z: 32/35 and 32/35, 25/32 and
-21/28 within 2). Late verdicts left: long_prompts (its p90 is observed at finish) and load surges whose users'
-baseline the 40 s warm-up learned high.
+Measured (the rules of the commit that made GPU causes name unlocated breaches; README "Diagnosis" has the
+per-fault detail), 1416 s each, load average 0.4-1.0: default seeds: right cause 34/35 = 97% (a CPU burn never
+breached), no false cause 9/10 healthy (seed 501: its users' first 15 s drew mostly short prompts, so the
+prompt-length baseline learned low), verdict − breach of the explained objective median +1, 24/31 within 2 (max
++52). --seed-base 1000: 35/35 = 100%, healthy 10/10, median +1, 27/30 within 2 (max +18). The same seeds vary from
+run to run by about ±3 right causes (the commit before: 34/35 and 32/35, 26/31 and 21/29 within 2). Late verdicts
+left: long_prompts (the prefilled prompts' mean fills the window slowly while long prefills jam the engine; the p90
+is observed at finish) and load surges at 1 user request/s (5-15 s of arrivals before a 3x surge stands out).
 """
 
 from __future__ import annotations
