@@ -31,9 +31,10 @@ FAULTS: list[tuple[str, dict[str, Any], tuple[str, ...], str]] = [
     ("load_surge", {"load_multiplier": 4.0}, ("queue", "prefill", "decode"), "capacity"),
     ("kv_shrink", {"kv_blocks": 320}, ("queue", "prefill", "decode"), "kv_cache_pressure"),
     ("long_prompts", {"prompt_scale": 4.0}, ("queue", "prefill", "decode"), "long_prompts"),
-    # queue: a throttled GPU's slower steps queue requests behind them
-    ("gpu_throttle", {"gpu_clock_ratio": 0.35}, ("queue", "prefill", "decode"), "gpu_throttled"),
-    ("cpu_burn", {"cpu_burn": 0.9}, ("network", "queue", "prefill", "decode"), "serving_cpu_bound"),
+    # queue: a throttled GPU's slower steps queue requests behind them; none: it slows every stage at once, so it
+    # also names a breach no single stage explains (its row is `unlocated`, like the CPU-bound server's)
+    ("gpu_throttle", {"gpu_clock_ratio": 0.35}, ("queue", "prefill", "decode", "none"), "gpu_throttled"),
+    ("cpu_burn", {"cpu_burn": 0.9}, ("network", "queue", "prefill", "decode", "none"), "serving_cpu_bound"),
     # none: the restart's cut-short requests have no stages, and a restart explains a breach no stage explains
     ("engine_restart", {"engine_restart_s": 3.0}, ("network", "queue", "prefill", "decode", "none"),
      "engine_restart"),
