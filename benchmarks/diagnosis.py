@@ -19,7 +19,8 @@ of healthy runs, verdict within two evaluation intervals after the objective bre
 every poll's verdict, evidence and signals (with baselines) per lane, to see why a verdict came late.
 
 Run: .venv/bin/python benchmarks/diagnosis.py [--seeds 5] [--healthy 10] [--parallel 4] [--seed-base 100]
-     (~25 min on 2 cores; tune on the default seeds, validate on --seed-base 1000)
+     (~25 min on 2 cores; tune on the default seeds, validate on --seed-base 1000); shares print with their 95%
+     Wilson interval; .venv/bin/python benchmarks/diagnosis.py --pool A.json B.json pools --trace files
      .venv/bin/python benchmarks/diagnosis.py --cost   (the diagnosis step's own cost per evaluation, ~1 min)
 
 Measured (the rules of the commit that made GPU causes name unlocated breaches; README "Diagnosis" has the
@@ -48,6 +49,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from sloguard.bench.judge import wilson
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -107,7 +110,7 @@ class Lane:
         return FAULTS[self.fault][0] if self.fault else "none"
 
 
-def lane_config(lane: Lane) -> str:
+def lane_config(lane: Lane) -> tuple[str, str, str, str]:
     probes = "\n".join(
         f"  - {{name: {lane.name}-p{i}, target: {lane.name}, api: chat, interval: 5s, timeout: 4900ms, max_tokens: 24,"
         f" prompts: [{{tokens: 128}}]}}" for i in range(10))
@@ -208,7 +211,7 @@ def _observe(lanes: list[Lane], base: str, t0: float, observe: float) -> None:
             if lane.breach_t is None and misses:
                 lane.breach_t, lane.breach_at = t, slo.get("evaluated_at")
             for metric in misses:
-                lane.metric_breach_at.setdefault(metric, slo.get("evaluated_at"))
+                lane.metric_breach_at.setdefault(metric, slo.get("evaluated_at") or 0.0)
         time.sleep(EVAL_S / 2)
 
 
@@ -300,6 +303,12 @@ def lag_any(lane: Lane) -> float | None:
     return round((lane.verdict_at - lane.breach_at) / EVAL_S)
 
 
+def share(k: int, n: int) -> str:
+    """Return k of n as a percentage with its two-sided 95% Wilson interval, e.g. '97% [85, 99]'."""
+    lo, hi = wilson(k / n, n, 1.96) if n else (0.0, 1.0)
+    return f"{k / max(1, n):.0%} [{lo * 100:.0f}, {hi * 100:.0f}]"
+
+
 def report(lanes: list[Lane]) -> None:
     faulted = [lane for lane in lanes if lane.fault]
     healthy = [lane for lane in lanes if not lane.fault]
@@ -311,16 +320,14 @@ def report(lanes: list[Lane]) -> None:
         row = Counter(verdict_of(lane) for lane in lanes if lane.expected == cls)
         print(f"{cls:18}" + "".join(f"{row.get(g, 0):>17}" for g in got))
     right = [lane for lane in faulted if verdict_of(lane) == lane.expected]
-    print(f"\nright cause: {len(right)}/{len(faulted)} faulted runs = {len(right) / max(1, len(faulted)):.0%}"
-          f" (goal ≥ 90%)")
+    print(f"\nright cause: {len(right)}/{len(faulted)} faulted runs = {share(len(right), len(faulted))} (goal ≥ 90%)")
     breached = [lane for lane in faulted if lane.breach_t is not None]
     right_b = [lane for lane in breached if verdict_of(lane) == lane.expected]
     print(f"  of the faulted runs whose SLO breached within the observation: {len(right_b)}/{len(breached)} = "
           f"{len(right_b) / max(1, len(breached)):.0%}; {len(faulted) - len(breached)} never breached (verdict none:"
           " nothing to diagnose)")
     clean = [lane for lane in healthy if verdict_of(lane) == "none/unknown"]
-    print(f"no false cause: {len(clean)}/{len(healthy)} healthy runs = {len(clean) / max(1, len(healthy)):.0%}"
-          f" (goal ≥ 95%)")
+    print(f"no false cause: {len(clean)}/{len(healthy)} healthy runs = {share(len(clean), len(healthy))} (goal ≥ 95%)")
     print("\nper fault: time from injection to the right verdict, and verdict − SLO breach in evaluation intervals")
     for fault in FAULTS:
         runs = [lane for lane in faulted if lane.fault == fault]
@@ -337,7 +344,8 @@ def report(lanes: list[Lane]) -> None:
     if timed:
         print(f"verdict − breach of the objective it explains, over {len(timed)} runs that breached after injection"
               f" and got the right verdict: median {statistics.median(timed):+.0f}, max {max(timed):+.0f} evaluation"
-              f" intervals; within 2: {sum(v <= 2 for v in timed)}/{len(timed)} (goal: within 2)")
+              f" intervals; within 2: {sum(v <= 2 for v in timed)}/{len(timed)} = "
+              f"{share(sum(v <= 2 for v in timed), len(timed))} (goal: within 2)")
     strict = [v for lane in faulted if (v := lag_any(lane)) is not None]
     if strict:
         print(f"  vs the first breach of any objective ({len(strict)} runs): median {statistics.median(strict):+.0f},"
@@ -360,10 +368,25 @@ def report(lanes: list[Lane]) -> None:
         print(f"  WRONG {lane.name} ({lane.fault or 'healthy'}): {lane.causes}")
     print("\nwhy unknown (after injection), faulted runs whose right verdict came > 2 intervals after the breach:")
     for lane in faulted:
-        ttv = time_to_verdict(lane)
-        if lane.breach_t is not None and (ttv is None or ttv - lane.breach_t > 2 * EVAL_S):
-            print(f"  {lane.name}: breach {lane.breach_t:.1f}s, verdict {ttv}: "
+        first = time_to_verdict(lane)
+        if lane.breach_t is not None and (first is None or first - lane.breach_t > 2 * EVAL_S):
+            print(f"  {lane.name}: breach {lane.breach_t:.1f}s, verdict {first}: "
                   f"{[w for w in lane.why if w[0] >= 0][:8]}")
+
+
+def pool(paths: list[str]) -> None:
+    """Print right cause, no false cause and verdict − breach within 2, pooled over --trace files."""
+    runs = [run for path in paths for run in json.loads(Path(path).read_text()).values()]
+    if any("verdict" not in run for run in runs):
+        raise SystemExit("a trace without per-run results (written before --pool existed): run it again")
+    faulted = [r for r in runs if r["fault"]]
+    healthy = [r for r in runs if not r["fault"]]
+    right = sum(r["verdict"] == r["expected"] for r in faulted)
+    clean = sum(r["verdict"] == "none/unknown" for r in healthy)
+    lags = [r["lag"] for r in faulted if r["lag"] is not None]
+    print(f"pooled over {len(paths)} trace files: right cause {right}/{len(faulted)} = {share(right, len(faulted))};"
+          f" no false cause {clean}/{len(healthy)} = {share(clean, len(healthy))}; verdict − breach within 2:"
+          f" {sum(v <= 2 for v in lags)}/{len(lags)} = {share(sum(v <= 2 for v in lags), len(lags))}")
 
 
 def cost(slos: int = 20, hours: float = 1.0) -> None:
@@ -420,7 +443,12 @@ def main() -> int:
                     "healthy runs base+400.. (validate on seeds not tuned on, e.g. --seed-base 1000)")
     ap.add_argument("--trace", default="", help="write every poll's diagnosis per lane to this JSON file")
     ap.add_argument("--cost", action="store_true", help="only measure the diagnosis step's own cost")
+    ap.add_argument("--pool", nargs="+", metavar="TRACE", help="only print the goals pooled over earlier --trace files "
+                    "(e.g. one per seed base)")
     args = ap.parse_args()
+    if args.pool:
+        pool(args.pool)
+        return 0
     if args.cost:
         cost()
         return 0
@@ -441,8 +469,9 @@ def main() -> int:
           f"diagnosis window {args.window:g}s, seed base {base}, load average {os.getloadavg()}")
     report(done)
     if args.trace:
-        Path(args.trace).write_text(json.dumps({lane.name: {"breach_t": lane.breach_t, "trace": lane.trace}
-                                                for lane in done}))
+        Path(args.trace).write_text(json.dumps({lane.name: {
+            "breach_t": lane.breach_t, "fault": lane.fault, "expected": lane.expected, "verdict": verdict_of(lane),
+            "lag": lag_of(lane), "trace": lane.trace} for lane in done}))
     return 0
 
 
