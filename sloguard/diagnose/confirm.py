@@ -1,10 +1,15 @@
 """Confirmation with hysteresis: which of an evaluation's candidate verdicts to publish (pure, clock-free).
 
-A cause is named once its rule held at K of the last N evaluations (this one included) and holds now; a named
-cause is kept while its rule still holds, even where a row above it in precedence holds at single evaluations
-(a signal at its threshold flickers around it); a row above it replaces it once that row is confirmed too.
-An evaluation with no breach (cause none) publishes none at once and starts the count afresh.
-Until a cause is confirmed the verdict reads `unknown` ("confirming ..."). One burst of noise (one
+A cause is named once its evidence held at K of the last N evaluations (this one included) and its rule holds
+now; a named cause is kept while its rule still holds, even where a row above it in precedence holds at single
+evaluations (a signal at its threshold flickers around it); a row above it replaces it once that row is
+confirmed too. A state-like cause's evidence (`engine.holding`: a restart, a GPU, a pinned serving CPU) is
+counted at every evaluation, breach or not, and an evaluation with no breach no longer restarts the count: it
+publishes none at once, but a pinned CPU that held for seconds before the breach confirms at the breach, and a
+breach that blinks on and off at its threshold keeps its count (benchmark traces:
+a CPU burn's TPOT p95 crossed 150 ms at one evaluation, fell back for 30 s and its verdict came 35 evaluations
+after the first crossing, its evidence holding throughout). Until a cause is confirmed the verdict reads
+`unknown` ("confirming ..."). One burst of noise (one
 evaluation) never names a cause; strict agreement at consecutive evaluations is not asked for, because two
 causes whose rules both hold near their thresholds (KV pressure and the queue it ends in) alternate as the
 first holding row and would keep each other unconfirmed.
@@ -29,13 +34,14 @@ class Confirmer:
         self.k, self.n = k, n
         self._held: dict[str, deque[frozenset[str]]] = {}
 
-    def publish(self, cands: Sequence[Verdict], published: Verdict | None) -> Verdict:
-        """Return the verdict to publish from `engine.candidates` (precedence order) and the one published last."""
+    def publish(self, cands: Sequence[Verdict], published: Verdict | None, holding: Iterable[str] = ()) -> Verdict:
+        """Return the verdict to publish from `engine.candidates` (precedence order) and the one published last.
+
+        `holding`: the state-like causes whose evidence holds at this evaluation, breach or not (`engine.holding`).
+        """
         first = cands[0]
         held = self._held.setdefault(first.slo, deque(maxlen=self.n))
-        if first.cause == "none":  # no breach: the next breach is a new episode and confirms afresh
-            held.clear()
-        held.append(frozenset(v.cause for v in cands if v.cause not in UNNAMED))
+        held.append(frozenset(holding) | {v.cause for v in cands if v.cause not in UNNAMED})
         if first.cause in UNNAMED:
             return first
         kept = published.cause if published is not None else ""

@@ -155,6 +155,16 @@ def _named(rule: CauseRule, inp: Inputs, stage: Stage, share: float | None,
                    rule.lever, share=share)
 
 
+def holding(inp: Inputs) -> frozenset[str]:
+    """Return the causes whose evidence holds now, breach or not: the `unlocated` rows whose conditions hold.
+
+    Only those: their evidence is a state of its own (a restart, a sick or throttled GPU, a pinned serving CPU)
+    wherever the time went. A located row's conditions are evidence only beside the stage they explain (the
+    network row's "measured per request" holds at every healthy evaluation).
+    """
+    return frozenset(rule.cause for rule in RULES if rule.unlocated and apply(rule, inp)[0])
+
+
 def decide(inp: Inputs) -> Verdict:
     """Return the verdict for one SLO (module docstring)."""
     return candidates(inp)[0]

@@ -17,7 +17,7 @@ from sloguard.config.units import format_duration
 from sloguard.diagnose import inputs, signals
 from sloguard.diagnose.arrivals import ProbeLoad
 from sloguard.diagnose.confirm import Confirmer
-from sloguard.diagnose.engine import candidates
+from sloguard.diagnose.engine import candidates, holding
 from sloguard.diagnose.history import Baselines, Series
 from sloguard.diagnose.model import STAGES, Inputs, Verdict
 from sloguard.diagnose.prompts import PromptBaseline
@@ -138,9 +138,9 @@ class Diagnoser:
         readings = inputs.readings(q, sources, at, learned, slo.budgets, inputs.gaps(probe, sources))
         self._excess[slo.name] = {s: r.excess for s, r in inputs.readings(q, sources, 0.95, learned, {}).items()
                                   if r.excess is not None}
-        cands = candidates(Inputs(slo.name, now, self.window, found_breaches, readings, sig, learned, notes))
+        inp = Inputs(slo.name, now, self.window, found_breaches, readings, sig, learned, notes)
         self._seen[slo.name] = {k: {"value": v, "baseline": learned.get(k)} for k, v in sorted(sig.items())}
-        verdict = self._confirm.publish(cands, self.verdicts.get(slo.name))
+        verdict = self._confirm.publish(candidates(inp), self.verdicts.get(slo.name), holding(inp))
         if not found_breaches:
             base.record(now, {**inputs.healthy_values(q), **{k: v for k, v in sig.items()
                                                              if k not in UNLEARNED}})

@@ -342,8 +342,8 @@ KV, CAP, LONG = "kv_cache_pressure", "capacity", "long_prompts"
 # (case, per evaluation: the causes whose rows held in precedence order ("none"/"unknown" alone), published causes)
 CONFIRM_CASES = [
     ("held at two in a row", [(CAP,), (CAP,), (CAP,)], ["unknown", CAP, CAP]),
-    ("one burst never names a cause", [(LONG,), ("none",), (LONG,), ("unknown",)], ["unknown", "none", "unknown",
-                                                                                  "unknown"]),
+    ("one burst never names a cause", [(LONG,), ("none",), ("none",), (LONG,), ("unknown",)],
+     ["unknown", "none", "none", "unknown", "unknown"]),
     # consecutive agreement (the old rule) answered unknown here for ever: KV pressure and the queue it ends
     # in alternate as the first row that holds
     ("kv and capacity alternate", [(KV,), (CAP,), (KV,), (CAP,), (KV,)], ["unknown", "unknown", KV, CAP, KV]),
@@ -365,6 +365,41 @@ def test_confirmation_with_hysteresis(case: str, steps: list[tuple[str, ...]], p
         last = c.publish([_v(x) for x in held], last)
         got.append(last.cause)
     assert got == published
+
+
+CPU = "serving_cpu_bound"
+# (case, per evaluation: (candidate causes, causes whose evidence held, breach or not), published causes)
+EVIDENCE_CASES = [
+    ("evidence that held before the breach confirms at it", [(("none",), {CPU}), (("none",), {CPU}), ((CPU,), set())],
+     ["none", "none", CPU]),
+    ("a breach that blinks at its threshold keeps the count", [((CPU,), set()), (("none",), {CPU}), ((CPU,), set())],
+     ["unknown", "none", CPU]),
+    ("evidence that ended before the breach does not confirm", [(("none",), {CPU}), (("none",), set()),
+                                                                 (("none",), set()), ((CPU,), set())],
+     ["none", "none", "none", "unknown"]),
+    ("another cause's evidence does not confirm this one", [(("none",), {KV}), (("none",), {KV}), ((CPU,), set())],
+     ["none", "none", "unknown"]),
+]
+
+
+@pytest.mark.parametrize(("case", "steps", "published"), EVIDENCE_CASES, ids=[c[0] for c in EVIDENCE_CASES])
+def test_confirmation_counts_evidence_without_a_breach(case: str, steps: list[tuple[tuple[str, ...], set[str]]],
+                                                       published: list[str]) -> None:
+    from sloguard.diagnose.confirm import Confirmer
+
+    c, last, got = Confirmer(), None, []
+    for cands, evidence in steps:
+        last = c.publish([_v(x) for x in cands], last, evidence)
+        got.append(last.cause)
+    assert got == published
+
+
+def test_evidence_holds_without_a_breach() -> None:
+    from sloguard.diagnose.engine import holding
+
+    calm = _inputs(breaches=(), signals={"serving_cpu_cores": 0.9, "requests_waiting": 9.0})
+    # a state of its own counts without a breach; capacity's and the network's rows only beside their stage
+    assert holding(calm) == {CPU} and holding(_inputs(breaches=())) == frozenset()
 
 
 def test_confirming_says_what_and_keeps_the_stage() -> None:
