@@ -6,13 +6,12 @@ evaluations (a signal at its threshold flickers around it); a row above it repla
 confirmed too. A state-like cause's evidence (`engine.holding`: a restart, a GPU, a pinned serving CPU) is
 counted at every evaluation, breach or not, and an evaluation with no breach no longer restarts the count: it
 publishes none at once, but a pinned CPU that held for seconds before the breach confirms at the breach, and a
-breach that blinks on and off at its threshold keeps its count (benchmark traces:
-a CPU burn's TPOT p95 crossed 150 ms at one evaluation, fell back for 30 s and its verdict came 35 evaluations
-after the first crossing, its evidence holding throughout). Until a cause is confirmed the verdict reads
-`unknown` ("confirming ..."). One burst of noise (one
-evaluation) never names a cause; strict agreement at consecutive evaluations is not asked for, because two
-causes whose rules both hold near their thresholds (KV pressure and the queue it ends in) alternate as the
-first holding row and would keep each other unconfirmed.
+breach that blinks on and off at its threshold keeps its count (benchmark trace: a CPU burn's TPOT p95 crossed
+150 ms at one evaluation, fell back for 30 s and its verdict came 35 evaluations after the first crossing, its
+evidence holding throughout). Until a cause is confirmed the verdict reads `unknown` ("confirming ..."). One
+burst of noise (one evaluation) never names a cause; strict agreement at consecutive evaluations is not asked
+for, because two causes whose rules both hold near their thresholds (KV pressure and the queue it ends in)
+alternate as the first holding row and would keep each other unconfirmed.
 """
 
 from __future__ import annotations
