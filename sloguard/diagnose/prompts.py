@@ -4,11 +4,10 @@ The engine counts prompt tokens and first tokens as each request's prefill ends,
 probes' own prefills out leaves the users' prompts; their healthy mean and spread (the second moment, from
 the engine's prompt-length histogram) say how far a span's total may stray by chance. A shift is then named
 from the span it has filled (the window's last quarter, half or whole), not only once it has doubled the mean
-of the whole window: at 1 user request/s and a 4x shift, an idealised replay (benchmarks/prompt_shift.py:
-Poisson arrivals, the simulator's prompt mix, instant prefills) gave a median of 6 s to z ≥ 4 where the 20 s
-window's mean of all prompts (2 probes/s included) took 12 s to double, and at a 300 s window with 15 s
-evaluations a median of 2 evaluations where the mean took 7; healthy z ≥ 4 at 4 of 10,000 evaluations. Pure
-and clock-free.
+of the whole window: at 1 user request/s and a 4x shift, an idealised replay (Poisson arrivals, the
+simulator's prompt mix, instant prefills) gave a median of 5 s to z ≥ 4 where the 20 s window's mean of all
+prompts (2 probes/s included) took 11 s to double, and at a 300 s window with 15 s evaluations a median of 2
+evaluations where the mean took 7. Pure and clock-free.
 """
 
 from __future__ import annotations
