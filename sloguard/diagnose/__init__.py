@@ -3,7 +3,7 @@
 model.py (value types), rules.py (the RULES table, in precedence order), engine.py (pure: Inputs -> Verdict),
 inputs.py (breaches and stage readings over the diagnosis window), signals.py (engine, host and GPU signals
 from what sloguard already collects), arrivals.py (the users' arrivals without sloguard's probes and their surge
-in Poisson sds), prompts.py (the users' prompt lengths without the probes' and their shift in sds), history.py
-(healthy baselines, counter and gauge series), text.py (the verdict as one line, evidence lines and JSON),
-service.py (the daemon's Diagnoser: state, series, API, alert annotations), status_cli.py (`sloguard status`).
+in Poisson sds), history.py (healthy baselines, counter and gauge series), text.py (the
+verdict as one line, evidence lines and JSON), service.py (the daemon's Diagnoser: state, series, API, alert
+annotations), status_cli.py (`sloguard status`).
 """

@@ -27,44 +27,28 @@ FULL = 0.9  # a span's scrapes must cover this share of it
 
 
 class ProbeLoad:
-    """Per target, sloguard's probe requests of the last `horizon` seconds: start times, and prefills with tokens."""
+    """Per target, the start times of sloguard's probe requests of the last `horizon` seconds."""
 
     def __init__(self, horizon: float) -> None:
         self.horizon = horizon
         self._starts: dict[str, deque[float]] = {}
-        self._prefills: dict[str, list[tuple[float, int]]] = {}  # (wall time of the first token, prompt tokens)
 
-    def observe(self, started: Iterable[tuple[str, float]], now: float,
-                prefilled: Iterable[tuple[str, float, int]] = ()) -> None:
-        """Record probe starts and prefills; forget those over the horizon.
-
-        `started`: (target, wall time) as the probe process sent each request; `prefilled`: (target, wall time of
-        the first token, prompt tokens) as results come back, seconds later and not in order.
-        """
+    def observe(self, started: Iterable[tuple[str, float]], now: float) -> None:
+        """Record probe starts (target, wall time, as the probe process sent them); forget those over the horizon."""
         for target, ts in started:
             self._starts.setdefault(target, deque()).append(ts)
-        for target, ts, tokens in prefilled:
-            self._prefills.setdefault(target, []).append((ts, tokens))
         for points in self._starts.values():
             while points and points[0] < now - self.horizon:
                 points.popleft()
-        # results come back out of order: filter, not pop from the left (a few hundred per target at most)
-        self._prefills = {t: [p for p in done if p[0] >= now - self.horizon] for t, done in self._prefills.items()}
 
     def starts(self, target: str, window: float, now: float) -> int:
         """Return how many probe requests to the target started in (now − window, now]."""
         return sum(1 for ts in self._starts.get(target, ()) if now - window < ts <= now)
 
-    def prefills(self, target: str, window: float, now: float) -> tuple[int, float, float]:
-        """Return the probe prefills of (now − window, now]: how many, their prompt tokens and squared tokens."""
-        inside = [n for ts, n in self._prefills.get(target, ()) if now - window < ts <= now]
-        return len(inside), float(sum(inside)), float(sum(n * n for n in inside))
-
     def forget(self, keep: Iterable[str]) -> None:
         """Drop the targets not in `keep`."""
         names = set(keep)
         self._starts = {t: v for t, v in self._starts.items() if t in names}
-        self._prefills = {t: v for t, v in self._prefills.items() if t in names}
 
 
 def arrivals(series: Series, server: ServerLike, target: str, finished: Collection[str], window: float,

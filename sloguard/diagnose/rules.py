@@ -18,9 +18,7 @@ Signals (sloguard.diagnose.signals; all over the diagnosis window unless said):
   reads full, where the mean lags), preemptions_per_second, request_rate (requests arriving per second:
   finished plus the growth of running and waiting), user_request_rate (the same less sloguard's own probes),
   arrival_surge_z (the users' arrivals over the last quarter, half or whole window above their healthy rate, in
-  Poisson sds), prompt_shift_z (the users' prompt tokens prefilled over the last quarter, half or whole window
-  whose mean reached 2x their baseline, in sds of their healthy spread: sloguard.diagnose.prompts),
-  prompt_tokens_per_request (prompt tokens ÷ first tokens:
+  Poisson sds), prompt_tokens_per_request (prompt tokens ÷ first tokens:
   the prompts prefilled, not those finishing) and prompt_tokens_p90 (from
   the engine's prompt-length histogram over the window, where it has one: both must rise, so neither a burst
   of a few long prompts (the mean only) nor fewer short requests finishing (the p90 at a mass boundary of the
@@ -103,16 +101,6 @@ RULES: tuple[CauseRule, ...] = (
               detail="prompts got longer, so prefill steps are longer and stall other requests' queueing and "
                      "decoding: bound "
                      "max-num-batched-tokens, cache shared prefixes, or route long prompts to their own replicas"),
-    # The same shift, told sooner: the users' own prompts (the probes' taken out) over the span the shift has
-    # filled, in sds of their healthy spread, where the row above waits for the whole window's mean to double.
-    # Not while the KV cache is full: a cache that held long prompts back admits them together, a burst of long
-    # prefills that is the cache's doing (the row above, whose mean needs the whole window, still precedes KV).
-    CauseRule("long_prompts", ENGINE,
-              needs=(C("prompt_shift_z", ">=", 4.0), C("kv_cache_usage_p90", "<", 0.85, optional=True)),
-              lever="enable chunked prefill and prefix caching",
-              detail="the users' prompts got longer (their recent prompt tokens per request doubled, 4 sd beyond "
-                     "their healthy spread), so prefill steps are longer and stall other requests: bound "
-                     "max-num-batched-tokens, cache shared prefixes, or route long prompts to their own replicas"),
     CauseRule("kv_cache_pressure", ENGINE,
               needs=(C("kv_cache_usage_p90", ">=", 0.85),),
               any_of=(C("preemptions_per_second", ">", 0.0, vs_baseline=2.0),
@@ -171,8 +159,6 @@ SIGNAL_TEXT: dict[str, tuple[str, str]] = {
     "kv_cache_usage_ratio": ("KV cache", "ratio"), "preemptions_per_second": ("preemptions", "per_min"),
     "request_rate": ("request rate", "per_s"), "user_request_rate": ("users' request rate", "per_s"),
     "arrival_surge_z": ("users' arrivals over their baseline", "sd"),
-    "prompt_shift_z": ("users' prompt tokens over their baseline", "sd"),
-    "user_prompt_tokens_per_request": ("users' prompt tokens/request", "count"),
     "prompt_tokens_per_request": ("prompt tokens/request", "count"),
     "prompt_tokens_p90": ("p90 prompt tokens", "count"), "kv_cache_usage_p90": ("KV cache p90", "ratio"),
     "prefix_cache_hit_ratio": ("prefix-cache hits", "ratio"), "engine_restarts": ("engine restarts", "count"),

@@ -20,16 +20,15 @@ from sloguard.diagnose.confirm import Confirmer
 from sloguard.diagnose.engine import candidates, holding
 from sloguard.diagnose.history import Baselines, Series
 from sloguard.diagnose.model import STAGES, Inputs, Verdict
-from sloguard.diagnose.prompts import PromptBaseline
 from sloguard.diagnose.text import as_json, evidence_lines, line
-from sloguard.model import ProbeResult, Sample
+from sloguard.model import Sample
 from sloguard.slo.evaluate import ServerReader, ServerWindowsLike
 from sloguard.slo.model import SLOStatus
 from sloguard.slo.stages import STAGE_QS
 from sloguard.windows.probe import ProbeWindow
 
 # Counts since an event and a score against a baseline already: no healthy level of their own to learn.
-UNLEARNED = frozenset({"engine_restarts", "cold_starts", "arrival_surge_z", "prompt_shift_z"})
+UNLEARNED = frozenset({"engine_restarts", "cold_starts", "arrival_surge_z"})
 
 
 class WindowsLike(Protocol):
@@ -77,10 +76,9 @@ class Diagnoser:
             if target is not None:
                 self.processes.setdefault(target, []).append(p.name)
 
-    def observe_probes(self, started: Sequence[tuple[str, float]], results: Sequence[ProbeResult], now: float) -> None:
-        """Record the probes' own requests: (target, wall time) as each starts, and each result's prefill."""
-        self.probes.observe(started, now, [(r.target, r.ts + r.ttft_s, r.prompt_tokens) for r in results
-                                           if r.ttft_s is not None and r.prompt_tokens])
+    def observe_probes(self, started: Sequence[tuple[str, float]], now: float) -> None:
+        """Record the probes' own requests (target, wall time of each start) as they start."""
+        self.probes.observe(started, now)
 
     def step(self, now: float, statuses: Sequence[SLOStatus], engine: WindowsLike, server: ServerLike | None,
              samples: Sequence[Sample]) -> None:
@@ -97,23 +95,12 @@ class Diagnoser:
         for st in statuses:
             self.verdicts[st.slo.name] = self._one(now, st, engine, server, idx)
 
-    def _users(self, base: Baselines) -> tuple[tuple[float, float] | None, PromptBaseline | None]:
-        """Return the users' healthy (rate, seconds learned over) and prompt baseline, where learned."""
-        rate, over = base.get("user_request_rate"), base.span("user_request_rate")
-        if rate is None or over is None:
-            return None, None
-        over += self.window  # each healthy value counted a window: the baseline counted span + window
-        mean, m2 = base.get("user_prompt_tokens_per_request"), base.get("user_prompt_tokens_sq")
-        prompts = None if mean is None or m2 is None or mean <= 0 else PromptBaseline(mean, m2, rate * over)
-        return (rate, over), prompts
-
     def _signals(self, target: str, server: ServerLike | None, samples: Mapping[str, Sequence[Sample]],
-                 now: float, base: Baselines) -> tuple[dict[str, float], dict[str, str]]:
+                 now: float, user_rate: tuple[float, float] | None) -> tuple[dict[str, float], dict[str, str]]:
         out: dict[str, float] = {}
         if server is not None:
-            user_rate, prompts = self._users(base)
             out |= signals.engine_signals(self.series, server, target, self.window, self.hold, now, self.probes,
-                                          user_rate, prompts)
+                                          user_rate)
         host, notes = signals.host_signals(self.series, self.processes.get(target, []), self.window, self.hold, now)
         gpu, gpu_notes = signals.gpu_signals(samples, target)
         return out | host | gpu, notes | gpu_notes
@@ -130,7 +117,10 @@ class Diagnoser:
         q = inputs.censor(q, sources, probe)
         base = self._baselines.setdefault(slo.name, Baselines(self._horizon, min_span=self.window))
         learned = base.all()
-        sig, notes = self._signals(slo.target, server, samples, now, base)
+        users = learned.get("user_request_rate")
+        over = base.span("user_request_rate")  # each healthy value counted a window: the baseline counted span + window
+        sig, notes = self._signals(slo.target, server, samples, now,
+                                   None if users is None or over is None else (users, over + self.window))
         if "network" in sources:
             sig["network_measured"] = 1.0 if sources["network"] == "request" else 0.0
         found_breaches = inputs.breaches(st, q)

@@ -12,10 +12,8 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
-from sloguard.diagnose import prompts
 from sloguard.diagnose.arrivals import ProbeLoad, arrivals, users
 from sloguard.diagnose.history import Series
-from sloguard.diagnose.prompts import PromptBaseline
 from sloguard.model import Histogram, Sample, ServerView
 from sloguard.windows import histo
 
@@ -110,12 +108,11 @@ def _rate(server: ServerLike, target: str, names: Collection[str], window: float
 
 
 def engine_signals(series: Series, server: ServerLike, target: str, window: float, hold: float, now: float,
-                   probes: ProbeLoad | None = None, user_rate: tuple[float, float] | None = None,
-                   prompt_base: PromptBaseline | None = None) -> dict[str, float]:
+                   probes: ProbeLoad | None = None, user_rate: tuple[float, float] | None = None) -> dict[str, float]:
     """Return the engine signals of a target over the diagnosis window (restarts over `hold`).
 
-    `probes` (sloguard's own requests) adds the users' arrivals and prompt lengths; `user_rate` (their healthy
-    baseline and the seconds it was learned over) their surge z; `prompt_base` their prompt-shift z.
+    `probes` (sloguard's own requests) adds the users' arrivals; `user_rate` (their healthy baseline and the seconds
+    it was learned over) their surge z.
     """
     out: dict[str, float] = {}
     for gauge in GAUGES:
@@ -133,8 +130,6 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
         out["request_rate"] = arriving[0] / arriving[1]
     if probes is not None:
         out |= users(series, server, target, finished, window, now, probes, user_rate)
-        if "prompt_tokens" in names:
-            out |= prompts.users(server, target, window, now, probes, prompt_base)
     out |= _prompt_length(series, server, target, names, finished, window, now)
     hits = server.increase(target, ("prefix_cache_hits",), window, now)
     queries = server.increase(target, ("prefix_cache_queries",), window, now)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import random
 
 from prometheus_client.metrics_core import Metric
@@ -107,54 +106,3 @@ def test_alerts_and_slack_carry_the_verdict() -> None:
     assert dict(active["fp"].annotations)["diagnosis_evidence"] == "a ✓\nb ✓"
     text = str(_alert_block(events[0].alert))
     assert "Where / why:* p95 ttft 2.4s > 1s" in text and "a ✓" in text
-
-
-BOUNDS = (100.0, 500.0, 1000.0, 1500.0, 5000.0, float("inf"))
-
-
-class _Prompts:
-    """An engine's prompt counters: each second 2 probes of 100 tokens and one user prompt prefill."""
-
-    def __init__(self) -> None:
-        self.n, self.tokens, self.lengths = 0.0, 0.0, [0.0] * len(BOUNDS)
-
-    def scrape(self, ts: float, user: int) -> ServerView:
-        done = [100, 100, user]
-        self.n, self.tokens = self.n + 3, self.tokens + sum(done)
-        self.lengths = [c + sum(v <= b for v in done) for c, b in zip(self.lengths, BOUNDS, strict=True)]
-        hists = {"ttft": Histogram(((1.0, self.n), (float("inf"), self.n)), self.n, 0.1 * self.n),
-                 "prompt_length": Histogram(tuple(zip(BOUNDS, self.lengths, strict=True)), self.n, self.tokens),
-                 "queue": Histogram(((0.3, self.n), (float("inf"), self.n)), self.n, 0.0)}
-        mv = ModelView("m", histograms=hists, gauges={"requests_waiting": 0.0, "requests_running": 4.0,
-                                                      "kv_cache_usage_ratio": 0.3},
-                       counters={"prompt_tokens": self.tokens}, finished_by_reason={"stop": self.n})
-        return ServerView("t", "vllm", ts, {"m": mv})
-
-
-def test_a_shift_of_the_users_prompts_is_named_before_the_windows_mean_doubles() -> None:
-    """Users' prompts 500/1500 tokens, then 4000: named long_prompts from the users' own, probes taken out."""
-    cfg = load_config_text(CONFIG)
-    engine, server, d = SLOEngine(slos_from_config(cfg), FakeClock(1000.0)), ServerWindows(), Diagnoser(cfg)
-    rng, prompts = random.Random(2), _Prompts()
-
-    def second(now: float, user: int, queue: float) -> None:
-        results = [dataclasses.replace(_result(now - k, rng, queue), prompt_tokens=100) for k in (0.75, 0.5)]
-        engine.add_probe_results(results)
-        d.observe_probes([], results, now)
-        server.add(prompts.scrape(now, user))
-        d.step(now, engine.evaluate(now, server), engine, server, [])
-
-    for i in range(60):
-        second(1000.0 + i, 500 if i % 2 else 1500, queue=0.005)
-    assert d.verdicts["chat"].cause == "none"
-    seen = d.decorate({"slos": [{"name": "chat"}]})["slos"][0]["diagnosis"]["signals"]
-    assert seen["user_prompt_tokens_per_request"]["baseline"] == 1000.0
-    assert seen["prompt_shift_z"]["value"] == 0.0 and seen["prompt_shift_z"]["baseline"] is None
-    named = []
-    for i in range(7):
-        second(1060.0 + i, 4000, queue=1.5)  # long prefills: the probes wait 1.5 s in the queue
-        named.append(d.verdicts["chat"].cause)
-    seen = d.decorate({"slos": [{"name": "chat"}]})["slos"][0]["diagnosis"]["signals"]
-    # the whole window's mean of all prompts has not doubled yet (row 4 waits): the users' shift named it
-    assert seen["prompt_tokens_per_request"]["value"] < 2 * seen["prompt_tokens_per_request"]["baseline"]
-    assert seen["prompt_shift_z"]["value"] >= 4.0 and named[-1] == "long_prompts", named

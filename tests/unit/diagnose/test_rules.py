@@ -30,9 +30,8 @@ HEALTHY = {"requests_waiting": 0.0, "requests_running": 4.0, "kv_cache_usage_rat
            "preemptions_per_second": 0.0, "request_rate": 2.0, "prompt_tokens_per_request": 400.0,
            "engine_restarts": 0.0, "cold_starts": 0.0, "serving_cpu_cores": 0.1, "gpu_throttle_reasons": 0.0,
            "gpu_sm_clock_ratio": 1.0, "gpu_health_problems": 0.0, "canary_degraded": 0.0, "network_measured": 1.0,
-           "arrival_surge_z": 0.3, "prompt_shift_z": 0.0}
-BASELINES = {k: v for k, v in HEALTHY.items()
-             if k not in ("engine_restarts", "cold_starts", "arrival_surge_z", "prompt_shift_z")}
+           "arrival_surge_z": 0.3}
+BASELINES = {k: v for k, v in HEALTHY.items() if k not in ("engine_restarts", "cold_starts", "arrival_surge_z")}
 
 
 def _inputs(breaches: tuple[Breach, ...] = (TTFT,), stages: Mapping[str, float] | None = None,
@@ -167,21 +166,6 @@ CASES = [
     ("long prompts that fill the KV cache are long prompts", _inputs(stages=QUEUED, signals={
         "prompt_tokens_per_request": 1600.0, "prompt_tokens_p90": 4000.0, "kv_cache_usage_p90": 0.97,
         "preemptions_per_second": 0.3, "requests_waiting": 9.0}), "queue", "long_prompts"),
-    # the users' own prompts over the span the shift filled, in sds of their healthy spread (prompts.prompt_shift_z)
-    ("the users' prompts doubled 5 sd over their spread before the window's mean did", _inputs(stages=PREFILL, signals={
-        "prompt_tokens_per_request": 520.0, "prompt_shift_z": 5.0}), "prefill", "long_prompts"),
-    ("the users' prompt shift slows decoding too", _inputs((TPOT,), SLOW_DECODE, {"prompt_shift_z": 4.2}), "decode",
-     "long_prompts"),
-    ("a prompt shift of 3.5 sd is not yet long prompts", _inputs(stages=PREFILL, signals={"prompt_shift_z": 3.5}),
-     "prefill", "unknown"),
-    ("a full cache admits held-back long prompts together: the cache's doing", _inputs(stages=QUEUED, signals={
-        "prompt_shift_z": 6.0, "kv_cache_usage_p90": 0.97, "preemptions_per_second": 0.3, "requests_waiting": 9.0}),
-     "queue", "kv_cache_pressure"),
-    ("an engine without KV usage: the prompt shift alone names it", _inputs(stages=QUEUED, signals={
-        "prompt_shift_z": 6.0, "requests_waiting": 9.0}, drop=("kv_cache_usage_ratio", "kv_cache_usage_p90")),
-     "queue", "long_prompts"),
-    ("no prompt baseline yet (no shift z) and the mean short of 2x: unknown", _inputs(stages=PREFILL, signals={
-        "prompt_tokens_per_request": 700.0}, drop=("prompt_shift_z",)), "prefill", "unknown"),
     # a slower engine grows its batch with the same arrivals: not load
     ("bigger batches, same arrivals: not load", _inputs((TPOT,), SLOW_DECODE, {"requests_running": 9.0}), "decode",
      "unknown"),
