@@ -23,14 +23,14 @@ Run: .venv/bin/python benchmarks/diagnosis.py [--seeds 5] [--healthy 10] [--para
      Wilson interval; .venv/bin/python benchmarks/diagnosis.py --pool A.json B.json pools --trace files
      .venv/bin/python benchmarks/diagnosis.py --cost   (the diagnosis step's own cost per evaluation, ~1 min)
 
-Measured (the rules of the commit that made GPU causes name unlocated breaches; README "Diagnosis" has the
-per-fault detail), 1416 s each, load average 0.4-1.0: default seeds: right cause 34/35 = 97% (a CPU burn never
-breached), no false cause 9/10 healthy (seed 501: its users' first 15 s drew mostly short prompts, so the
-prompt-length baseline learned low), verdict − breach of the explained objective median +1, 24/31 within 2 (max
-+52). --seed-base 1000: 35/35 = 100%, healthy 10/10, median +1, 27/30 within 2 (max +18). The same seeds vary from
-run to run by about ±3 right causes (the commit before: 34/35 and 32/35, 26/31 and 21/29 within 2). Late verdicts
-left: long_prompts (the prefilled prompts' mean fills the window slowly while long prefills jam the engine; the p90
-is observed at finish) and load surges at 1 user request/s (5-15 s of arrivals before a 3x surge stands out).
+Measured (the rules of the commit whose confirmation counts state-like evidence between breaches; README
+"Diagnosis" has the per-fault detail), ~1415 s each, load average 0.4-1.0: default seeds: right cause 34/35 = 97%
+(a CPU burn never breached), no false cause 9/10 healthy (seed 501: its users' first 15 s drew mostly short
+prompts, so the prompt-length baseline learned low), verdict − breach of the explained objective median +1, 27/32
+within 2 (max +39). --seed-base 1000: 34/35 (a network delay already breached at injection), healthy 10/10,
+median +1, 25/32 within 2 (max +19). GPU throttle +0 and restarts +0/+1 in every timed run. Late verdicts left:
+long_prompts (the prefilled prompts' mean fills the window slowly while long prefills jam the engine; the p90 is
+observed at finish) and load surges at 1 user request/s (5-15 s of arrivals before a 3x surge stands out).
 """
 
 from __future__ import annotations
