@@ -28,7 +28,9 @@ Measured (the rules of the commit whose confirmation counts state-like evidence 
 (a CPU burn never breached), no false cause 9/10 healthy (seed 501: its users' first 15 s drew mostly short
 prompts, so the prompt-length baseline learned low), verdict − breach of the explained objective median +1, 27/32
 within 2 (max +39). --seed-base 1000: 34/35 (a network delay already breached at injection), healthy 10/10,
-median +1, 25/32 within 2 (max +19). GPU throttle +0 and restarts +0/+1 in every timed run. Late verdicts left:
+median +1, 25/32 within 2 (max +19). --seed-base 2000: 34/35, 10/10, 31/33 within 2 (the rules before: 26/32).
+Pooled (--pool, three traces): 102/105 right, 29/30 healthy, 83/97 within 2. GPU throttle +0 and restarts
++0/+1 in every timed run. Late verdicts left:
 long_prompts (the prefilled prompts' mean fills the window slowly while long prefills jam the engine; the p90 is
 observed at finish) and load surges at 1 user request/s (5-15 s of arrivals before a 3x surge stands out).
 """
