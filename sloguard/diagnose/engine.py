@@ -13,8 +13,9 @@
 3. The first RULES row (precedence order) that can explain that stage and whose conditions hold names the
    cause. No row: `unknown`, naming the signals that were not available to the rows that could explain it.
    A breach no stage explains is named only by a row marked `unlocated` (an engine restart: its failed and
-   cut-short requests have no stages, and it explains every symptom after it; a sick or throttled GPU and a
-   CPU-bound serving process, which slow every stage); else `unknown`.
+   cut-short requests have no stages, and it explains every symptom after it; a sick or throttled GPU, a
+   CPU-bound serving process and prompts 3x longer, which slow every stage; a full KV cache, whose held-back
+   requests time out without stages); else `unknown`.
 """
 
 from __future__ import annotations
@@ -158,9 +159,10 @@ def _named(rule: CauseRule, inp: Inputs, stage: Stage, share: float | None,
 def holding(inp: Inputs) -> frozenset[str]:
     """Return the causes whose evidence holds now, breach or not: the `unlocated` rows whose conditions hold.
 
-    Only those: their evidence is a state of its own (a restart, a sick or throttled GPU, a pinned serving CPU)
-    wherever the time went. A located row's conditions are evidence only beside the stage they explain (the
-    network row's "measured per request" holds at every healthy evaluation).
+    Only those: their evidence is a state of its own (a restart, a sick or throttled GPU, prompts 3x longer, a
+    full KV cache with preemptions or a queue, a pinned serving CPU) wherever the time went. A located row's
+    conditions are evidence only beside the stage they explain (the network row's "measured per request" holds
+    at every healthy evaluation).
     """
     return frozenset(rule.cause for rule in RULES if rule.unlocated and apply(rule, inp)[0])
 

@@ -101,6 +101,21 @@ RULES: tuple[CauseRule, ...] = (
               detail="prompts got longer, so prefill steps are longer and stall other requests' queueing and "
                      "decoding: bound "
                      "max-num-batched-tokens, cache shared prefixes, or route long prompts to their own replicas"),
+    # The p90 is observed as requests finish: while long prefills jam the engine the long prompts do not finish, and
+    # it falls (trace: the prefilled prompts' mean at 3-10x its baseline and the p90 at 0.6x for 12 s; the verdict
+    # went to capacity). A mean at 3x is no burst of a few long prompts (at the simulator's mix, a dozen more of its
+    # longest prompts than usual in one window), so it names long prompts alone. A shift of the traffic itself
+    # slows every stage (longer prefills stall the decodes beside them), so it also names an unlocated breach.
+    CauseRule("long_prompts", ENGINE, needs=(C("prompt_tokens_per_request", ">", 0.0, vs_baseline=3.0),),
+              lever="enable chunked prefill and prefix caching",
+              detail="prompts got much longer (the mean alone: the p90 of requests finishing falls while long "
+                     "prefills jam the engine): bound max-num-batched-tokens, cache shared prefixes, or route long "
+                     "prompts to their own replicas; it stalls every stage, so it also names a breach no single "
+                     "stage explains",
+              unlocated=True),
+    # A full cache is a state of the engine, like a pinned CPU: requests waiting for blocks time out with no stages
+    # (benchmark trace: a KV shrink's TPOT breached through requests cut short, "no single stage" for 17 s while
+    # the cache sat full and preemptions ran).
     CauseRule("kv_cache_pressure", ENGINE,
               needs=(C("kv_cache_usage_p90", ">=", 0.85),),
               any_of=(C("preemptions_per_second", ">", 0.0, vs_baseline=2.0),
@@ -108,7 +123,9 @@ RULES: tuple[CauseRule, ...] = (
               lever="raise KV blocks or lower max-num-seqs",
               detail="the KV cache is full: new requests wait for blocks and running ones are preempted and "
                      "recomputed; raise gpu-memory-utilization, shorten max-model-len, quantise the KV cache, or "
-                     "admit fewer sequences"),
+                     "admit fewer sequences; the requests it holds back time out without stages, so it also names "
+                     "a breach no single stage explains",
+              unlocated=True),
     # A pinned serving process slows every stage a little (HTTP front, scheduling, detokenising): its breach is
     # often one no single stage explains (traces: network +0.15 s, queue and prefill less, of a +0.5 s TTFT).
     CauseRule("serving_cpu_bound", ALL, needs=(C("serving_cpu_cores", ">=", 0.35, vs_baseline=3.0),),

@@ -163,6 +163,12 @@ CASES = [
     ("fewer short requests finish: the p90 jumps, the mean does not", _inputs(stages=QUEUED, signals={
         "prompt_tokens_per_request": 700.0, "prompt_tokens_p90": 2500.0, "kv_cache_usage_p90": 0.97,
         "preemptions_per_second": 0.3, "requests_waiting": 9.0}), "queue", "kv_cache_pressure"),
+    # the p90 is observed at finish: while long prefills jam the engine it falls, and a mean at 3x decides alone
+    ("prompts 3x long while the finishing p90 fell: long prompts", _inputs((TPOT,), SLOW_DECODE, {
+        "prompt_tokens_per_request": 1300.0, "prompt_tokens_p90": 600.0, "requests_running": 12.0,
+        "arrival_surge_z": 3.5}), "decode", "long_prompts"),
+    ("prompts 2.5x with the p90 fallen: not yet long prompts", _inputs((TPOT,), SLOW_DECODE, {
+        "prompt_tokens_per_request": 1000.0, "prompt_tokens_p90": 600.0}), "decode", "unknown"),
     ("long prompts that fill the KV cache are long prompts", _inputs(stages=QUEUED, signals={
         "prompt_tokens_per_request": 1600.0, "prompt_tokens_p90": 4000.0, "kv_cache_usage_p90": 0.97,
         "preemptions_per_second": 0.3, "requests_waiting": 9.0}), "queue", "long_prompts"),
@@ -177,6 +183,17 @@ CASES = [
      "none", "engine_restart"),
     ("no stage explains it and no restart: unknown", _inputs(stages={"ttft": 4.9}, signals={"requests_waiting": 9.0}),
      "none", "unknown"),
+    # a full KV cache holds requests back until they time out without stages (benchmark trace: 17 s of "no
+    # single stage" while the cache sat at 0.98 and preemptions ran)
+    ("kv pressure names a breach no stage explains", _inputs((CUT_TPOT,), {"tpot": 0.011, "decode": 0.011}, {
+        "kv_cache_usage_p90": 0.98, "preemptions_per_second": 0.05, "requests_waiting": 4.0}), "none",
+     "kv_cache_pressure"),
+    ("a full cache without preemptions or a queue does not name an unlocated breach", _inputs(
+        (CUT_TPOT,), {"tpot": 0.011, "decode": 0.011}, {"kv_cache_usage_p90": 0.98}), "none", "unknown"),
+    ("prompts 3x long name a breach no stage explains", _inputs(stages={"ttft": 4.9}, signals={
+        "prompt_tokens_per_request": 1300.0, "prompt_tokens_p90": 600.0}), "none", "long_prompts"),
+    ("prompts 2x long (p90 too) do not name an unlocated breach", _inputs(stages={"ttft": 4.9}, signals={
+        "prompt_tokens_per_request": 900.0, "prompt_tokens_p90": 1700.0}), "none", "unknown"),
     # a pinned serving process slows every stage a little: no single one explains the breach
     ("cpu bound names a breach spread over the stages", _inputs(stages={
         "ttft": 1.2, "network": 0.3, "queue": 0.25, "prefill": 0.45}, signals={"serving_cpu_cores": 0.9}),
@@ -384,6 +401,10 @@ def test_evidence_holds_without_a_breach() -> None:
     calm = _inputs(breaches=(), signals={"serving_cpu_cores": 0.9, "requests_waiting": 9.0})
     # a state of its own counts without a breach; capacity's and the network's rows only beside their stage
     assert holding(calm) == {CPU} and holding(_inputs(breaches=())) == frozenset()
+    full = _inputs(breaches=(), signals={"kv_cache_usage_p90": 0.98, "preemptions_per_second": 0.05})
+    longer = _inputs(breaches=(), signals={"prompt_tokens_per_request": 1300.0, "prompt_tokens_p90": 600.0})
+    doubled = _inputs(breaches=(), signals={"prompt_tokens_per_request": 900.0, "prompt_tokens_p90": 1700.0})
+    assert holding(full) == {KV} and holding(longer) == {LONG} and holding(doubled) == frozenset()
 
 
 def test_confirming_says_what_and_keeps_the_stage() -> None:
