@@ -2,9 +2,10 @@
 
 The engine counts every request it serves, the probes' too. Their fixed schedule is not the users' load: it
 adds no Poisson noise, so a users' surge is told from their own healthy rate by its significance
-(arrival_surge_z), which needs the users' count alone. Pure and clock-free: `now` comes from the caller. Prompt
-lengths are not corrected (measured: the users' prompt-length p90 then sat in vLLM's coarse 1,000-2,000 bucket,
-and long_prompts fell to 2 of 5 right).
+(arrival_surge_z), which needs the users' count alone. Pure and clock-free: `now` comes from the caller. The
+probes' prefills (prompt tokens at each result's first token) are kept for the users' mean prompt length
+(signals); the prompt-length p90 is not corrected (measured: the users' p90 then sat in vLLM's coarse
+1,000-2,000 bucket, and long_prompts fell to 2 of 5 right).
 """
 
 from __future__ import annotations
@@ -27,19 +28,34 @@ FULL = 0.9  # a span's scrapes must cover this share of it
 
 
 class ProbeLoad:
-    """Per target, the start times of sloguard's probe requests of the last `horizon` seconds."""
+    """Per target, sloguard's probe requests of the last `horizon` seconds: start times, and prefills with tokens."""
 
     def __init__(self, horizon: float) -> None:
         self.horizon = horizon
         self._starts: dict[str, deque[float]] = {}
+        self._prefills: dict[str, list[tuple[float, int]]] = {}  # (wall time of the first token, prompt tokens)
 
-    def observe(self, started: Iterable[tuple[str, float]], now: float) -> None:
-        """Record probe starts (target, wall time, as the probe process sent them); forget those over the horizon."""
+    def observe(self, started: Iterable[tuple[str, float]], now: float,
+                prefilled: Iterable[tuple[str, float, int]] = ()) -> None:
+        """Record probe starts and prefills; forget those over the horizon.
+
+        `started`: (target, wall time) as the probe process sent each request; `prefilled`: (target, wall time of
+        the first token, prompt tokens) as results come back, seconds later and not in order.
+        """
         for target, ts in started:
             self._starts.setdefault(target, deque()).append(ts)
+        for target, ts, tokens in prefilled:
+            self._prefills.setdefault(target, []).append((ts, tokens))
         for points in self._starts.values():
             while points and points[0] < now - self.horizon:
                 points.popleft()
+        # results come back out of order: filter, not pop from the left (a few hundred per target at most)
+        self._prefills = {t: [p for p in done if p[0] >= now - self.horizon] for t, done in self._prefills.items()}
+
+    def prefills(self, target: str, window: float, now: float) -> tuple[int, int]:
+        """Return the probe prefills whose first token came in (now − window, now]: how many, their prompt tokens."""
+        inside = [n for ts, n in self._prefills.get(target, ()) if now - window < ts <= now]
+        return len(inside), sum(inside)
 
     def starts(self, target: str, window: float, now: float) -> int:
         """Return how many probe requests to the target started in (now − window, now]."""
@@ -49,6 +65,7 @@ class ProbeLoad:
         """Drop the targets not in `keep`."""
         names = set(keep)
         self._starts = {t: v for t, v in self._starts.items() if t in names}
+        self._prefills = {t: v for t, v in self._prefills.items() if t in names}
 
 
 def arrivals(series: Series, server: ServerLike, target: str, finished: Collection[str], window: float,

@@ -18,8 +18,8 @@ Signals (sloguard.diagnose.signals; all over the diagnosis window unless said):
   reads full, where the mean lags), preemptions_per_second, request_rate (requests arriving per second:
   finished plus the growth of running and waiting), user_request_rate (the same less sloguard's own probes),
   arrival_surge_z (the users' arrivals over the last quarter, half or whole window above their healthy rate, in
-  Poisson sds), prompt_tokens_per_request (prompt tokens ÷ first tokens:
-  the prompts prefilled, not those finishing) and prompt_tokens_p90 (from
+  Poisson sds), prompt_tokens_per_request (prompt tokens ÷ first tokens, sloguard's probes' prefills taken out:
+  the users' prompts prefilled, not those finishing) and prompt_tokens_p90 (from
   the engine's prompt-length histogram over the window, where it has one: both must rise, so neither a burst
   of a few long prompts (the mean only) nor fewer short requests finishing (the p90 at a mass boundary of the
   mix) reads as longer prompts), prefix_cache_hit_ratio,
@@ -176,7 +176,7 @@ SIGNAL_TEXT: dict[str, tuple[str, str]] = {
     "kv_cache_usage_ratio": ("KV cache", "ratio"), "preemptions_per_second": ("preemptions", "per_min"),
     "request_rate": ("request rate", "per_s"), "user_request_rate": ("users' request rate", "per_s"),
     "arrival_surge_z": ("users' arrivals over their baseline", "sd"),
-    "prompt_tokens_per_request": ("prompt tokens/request", "count"),
+    "prompt_tokens_per_request": ("users' prompt tokens/request", "count"),
     "prompt_tokens_p90": ("p90 prompt tokens", "count"), "kv_cache_usage_p90": ("KV cache p90", "ratio"),
     "prefix_cache_hit_ratio": ("prefix-cache hits", "ratio"), "engine_restarts": ("engine restarts", "count"),
     "cold_starts": ("process cold starts", "count"), "serving_cpu_cores": ("serving CPU", "cores"),

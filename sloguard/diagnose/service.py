@@ -21,7 +21,7 @@ from sloguard.diagnose.engine import candidates, holding
 from sloguard.diagnose.history import Baselines, Series
 from sloguard.diagnose.model import STAGES, Inputs, Verdict
 from sloguard.diagnose.text import as_json, evidence_lines, line
-from sloguard.model import Sample
+from sloguard.model import ProbeResult, Sample
 from sloguard.slo.evaluate import ServerReader, ServerWindowsLike
 from sloguard.slo.model import SLOStatus
 from sloguard.slo.stages import STAGE_QS
@@ -76,9 +76,11 @@ class Diagnoser:
             if target is not None:
                 self.processes.setdefault(target, []).append(p.name)
 
-    def observe_probes(self, started: Sequence[tuple[str, float]], now: float) -> None:
-        """Record the probes' own requests (target, wall time of each start) as they start."""
-        self.probes.observe(started, now)
+    def observe_probes(self, started: Sequence[tuple[str, float]], now: float,
+                       results: Sequence[ProbeResult] = ()) -> None:
+        """Record the probes' own requests: (target, wall time) as each starts, and each result's prefill."""
+        self.probes.observe(started, now, [(r.target, r.ts + r.ttft_s, r.prompt_tokens) for r in results
+                                           if r.ttft_s is not None and r.prompt_tokens])
 
     def step(self, now: float, statuses: Sequence[SLOStatus], engine: WindowsLike, server: ServerLike | None,
              samples: Sequence[Sample]) -> None:

@@ -25,6 +25,7 @@ THROTTLE_PROBLEMS = frozenset({"hw_slowdown", "hw_thermal_slowdown", "hw_power_b
 GAUGES = ("requests_waiting", "requests_running", "kv_cache_usage_ratio")
 KV_Q = 0.9  # kv_cache_usage_p90: the usage reached at ≥ 10% of the window's scrapes (history.Series.quantile)
 PROMPT_Q = 0.9  # prompt_tokens_p90: the prompt length ≥ 10% of the window's requests reached
+MIN_USER_PREFILLS = 5  # the users' prefills a window needs for their mean prompt length
 # Gauges (waiting and running requests, KV usage) are read over the window's most recent quarter, like the
 # serving CPU: a mean over the whole window reaches its threshold only once the state has filled a large part of
 # it, i.e. several evaluations after the latency that the state causes breached (a queue that has just formed
@@ -55,12 +56,32 @@ class ServerLike(Protocol):
         ...
 
 
+def _users_prefilled(prompts: float, first: float, own: tuple[int, int]) -> dict[str, float]:
+    """Return the users' mean prompt prefilled: the engine's prompt tokens ÷ first tokens less the probes' own.
+
+    Not available below MIN_USER_PREFILLS (a target only sloguard probes has no users' prompts to shift, and a
+    mean of two or three prompts of a heavy-tailed mix is one draw): never the probes' mean in their place, which
+    would become a baseline that the users' own prompts read 3x over.
+    """
+    count, tokens = own
+    users, user_tokens = first - count, prompts - tokens
+    if users < MIN_USER_PREFILLS or user_tokens <= 0:
+        return {}
+    return {"prompt_tokens_per_request": user_tokens / users}
+
+
 def _prompt_length(series: Series, server: ServerLike, target: str, names: Collection[str],
-                   finished: Collection[str], window: float, now: float) -> dict[str, float]:
-    """Return prompt_tokens_per_request (mean of the prompts prefilled) and prompt_tokens_p90 over the window.
+                   finished: Collection[str], window: float, now: float,
+                   probes: ProbeLoad | None = None) -> dict[str, float]:
+    """Return prompt_tokens_per_request (mean of the users' prompts prefilled) and prompt_tokens_p90 over the window.
 
     The mean: prompt tokens ÷ first tokens (the TTFT histogram's count), both counted when a request's prefill
-    ends, so it is the prompts the engine worked on, not those finishing. (Not the last quarter: in the traces
+    ends, so it is the prompts the engine worked on, not those finishing. `probes`: sloguard's own prefills (each
+    result's prompt tokens at its first token) are taken out of both, so the mean is the users' (benchmark
+    traces: with 2 probes/s of 128 tokens beside 1 user/s, a 4x shift of the users' prompts moved the mean of all
+    prompts 1.9-2.2x, blinking at its 2x threshold for 15 s; the users' own mean read 2.5x). A probe whose first
+    token came but whose result has not yet returned is still counted as a user's: the mean errs toward the
+    probes' length, never above the users'. (Not the last quarter: in the traces
     a few long prefills per quarter made it flicker from 1x to 4x its baseline, and a healthy cluster of long
     prompts read as a shift.) The per-request prompt-length histogram (vLLM `request_prompt_tokens`) is
     observed at finish: a long prompt shows there only after its whole decode, and while long requests jam
@@ -81,6 +102,9 @@ def _prompt_length(series: Series, server: ServerLike, target: str, names: Colle
     first = server.histogram(target, None, "ttft", window, now)
     prompts = server.increase(target, ("prompt_tokens",), window, now)
     if first is not None and prompts is not None and first.count > 0:
+        if probes is not None:
+            users = _users_prefilled(prompts[0], first.count, probes.prefills(target, prompts[1], now))
+            return {k: v for k, v in out.items() if k != "prompt_tokens_per_request"} | users
         return out | {"prompt_tokens_per_request": prompts[0] / first.count}
     done = server.increase(target, finished, window, now) if finished else None
     prompts = server.increase(target, ("prompt_tokens",), window, now)
@@ -111,8 +135,8 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
                    probes: ProbeLoad | None = None, user_rate: tuple[float, float] | None = None) -> dict[str, float]:
     """Return the engine signals of a target over the diagnosis window (restarts over `hold`).
 
-    `probes` (sloguard's own requests) adds the users' arrivals; `user_rate` (their healthy baseline and the seconds
-    it was learned over) their surge z.
+    `probes` (sloguard's own requests) adds the users' arrivals and makes the prompt mean theirs; `user_rate`
+    (their healthy baseline and the seconds it was learned over) their surge z.
     """
     out: dict[str, float] = {}
     for gauge in GAUGES:
@@ -130,7 +154,7 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
         out["request_rate"] = arriving[0] / arriving[1]
     if probes is not None:
         out |= users(series, server, target, finished, window, now, probes, user_rate)
-    out |= _prompt_length(series, server, target, names, finished, window, now)
+    out |= _prompt_length(series, server, target, names, finished, window, now, probes)
     hits = server.increase(target, ("prefix_cache_hits",), window, now)
     queries = server.increase(target, ("prefix_cache_queries",), window, now)
     if hits is not None and queries is not None and queries[0] > 0:

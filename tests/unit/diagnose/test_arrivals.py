@@ -24,6 +24,18 @@ def test_starts_by_their_own_times() -> None:
     assert load.starts("t", 20.0, 30.0) == 0 and load.starts("u", 30.0, 30.0) == 0
 
 
+def test_prefills_by_their_first_tokens_out_of_order() -> None:
+    """Results come back as each probe finishes: a later first token may arrive first."""
+    load = ProbeLoad(horizon=20.0)
+    load.observe([], now=10.0, prefilled=[("t", 9.0, 128), ("t", 2.0, 512), ("u", 9.5, 64)])
+    load.observe([], now=12.0, prefilled=[("t", 8.5, 128)])
+    assert load.prefills("t", 5.0, 12.0) == (2, 256) and load.prefills("t", 20.0, 12.0) == (3, 768)
+    load.observe([], now=25.0)  # 2.0 is over the horizon: forgotten
+    assert load.prefills("t", 30.0, 25.0) == (2, 256)
+    load.forget(["t"])
+    assert load.prefills("u", 30.0, 25.0) == (0, 0)
+
+
 @pytest.mark.parametrize("counts, rate, z", [
     ([], 1.0, 0.0),  # nothing measured: no surge
     ([(5.0, 5.0), (10.0, 10.0), (20.0, 20.0)], 1.0, 0.0),  # exactly the baseline

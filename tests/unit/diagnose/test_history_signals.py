@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from sloguard.diagnose.arrivals import ProbeLoad
 from sloguard.diagnose.history import Baselines, Series
 from sloguard.diagnose.signals import engine_signals, gpu_signals, host_signals, index, record_engine, record_host
 from sloguard.model import Histogram, ModelView, Sample, ServerView
@@ -213,3 +214,35 @@ def test_prompt_length_is_what_the_engine_prefilled_not_what_finished() -> None:
     sig = engine_signals(series, server, "t", window=20.0, hold=60.0, now=20.0)
     assert sig["prompt_tokens_per_request"] == pytest.approx((10 * 128.0 + 10 * 1024.0) / 20)
     assert sig["prompt_tokens_p90"] <= 200.0  # the finishes are still the short prompts
+
+
+def _shifted(users_prompt: float) -> tuple[ServerWindows, ProbeLoad]:
+    """20 s: 1 user/s with `users_prompt`-token prompts and 2 probes/s of 128 tokens, prefilled as they come."""
+    server, load = ServerWindows(), ProbeLoad(horizon=40.0)
+    first = prompt = 0.0
+    for t in range(21):
+        server.add(_prefills(float(t), first, prompt, finished_128=0.0))
+        first, prompt = first + 3.0, prompt + users_prompt + 2 * 128.0
+    # each probe's result: its first token at t + 0.25 / t + 0.75 (wall time), reported with its prompt tokens
+    load.observe([], now=20.0, prefilled=[("t", t + k, 128) for t in range(20) for k in (0.25, 0.75)])
+    return server, load
+
+
+@pytest.mark.parametrize("users_prompt", [422.0, 1688.0])
+def test_prompt_length_is_the_users_without_the_probes(users_prompt: float) -> None:
+    """2 probes/s of 128 tokens beside 1 user/s dilute a 4x shift of the users' prompts to 2.9x; taken out: 4x."""
+    server, load = _shifted(users_prompt)
+    plain = engine_signals(Series(600.0), server, "t", window=20.0, hold=60.0, now=20.0)
+    users = engine_signals(Series(600.0), server, "t", window=20.0, hold=60.0, now=20.0, probes=load)
+    assert plain["prompt_tokens_per_request"] == pytest.approx((users_prompt + 256.0) / 3)
+    assert users["prompt_tokens_per_request"] == pytest.approx(users_prompt)
+
+
+def test_no_users_prompt_mean_from_a_few_of_their_prefills() -> None:
+    """Only probes (and 4 users' prefills): not available, never the probes' mean in the users' place."""
+    server, load = ServerWindows(), ProbeLoad(horizon=40.0)
+    for t in range(21):
+        server.add(_prefills(float(t), 2.0 * t + min(t, 4), 256.0 * t + 1000.0 * min(t, 4), finished_128=0.0))
+    load.observe([], now=20.0, prefilled=[("t", t + k, 128) for t in range(20) for k in (0.25, 0.75)])
+    sig = engine_signals(Series(600.0), server, "t", window=20.0, hold=60.0, now=20.0, probes=load)
+    assert "prompt_tokens_per_request" not in sig and "prompt_tokens_p90" not in sig  # nothing finished either
