@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
-from sloguard.diagnose.arrivals import ProbeLoad, arrivals, users
+from sloguard.diagnose.arrivals import FULL, ProbeLoad, arrivals, users
 from sloguard.diagnose.history import Series
 from sloguard.model import Histogram, Sample, ServerView
 from sloguard.windows import histo
@@ -81,7 +81,9 @@ def _prompt_length(series: Series, server: ServerLike, target: str, names: Colle
     traces: with 2 probes/s of 128 tokens beside 1 user/s, a 4x shift of the users' prompts moved the mean of all
     prompts 1.9-2.2x, blinking at its 2x threshold for 15 s; the users' own mean read 2.5x). A probe whose first
     token came but whose result has not yet returned is still counted as a user's: the mean errs toward the
-    probes' length, never above the users'. (Not the last quarter: in the traces
+    probes' length, never above the users'. Not over a window the prompt counter's scrapes cover less than FULL
+    of (trace, healthy seed 501: a baseline learned from the first 24 s, partial windows of mostly short prompts,
+    read the usual prompts 2x longer and named long_prompts). (Not the last quarter: in the traces
     a few long prefills per quarter made it flicker from 1x to 4x its baseline, and a healthy cluster of long
     prompts read as a shift.) The per-request prompt-length histogram (vLLM `request_prompt_tokens`) is
     observed at finish: a long prompt shows there only after its whole decode, and while long requests jam
@@ -92,6 +94,9 @@ def _prompt_length(series: Series, server: ServerLike, target: str, names: Colle
     the running count's growth: prefilled but not finished yet).
     """
     out: dict[str, float] = {}
+    prompts = server.increase(target, ("prompt_tokens",), window, now)
+    if prompts is not None and prompts[1] < FULL * window:
+        return out  # a partial window (just started): its few requests would become the baseline
     h = server.histogram(target, None, "prompt_length", window, now)
     if h is not None and h.count > 0:
         out["prompt_tokens_per_request"] = h.sum / h.count
@@ -100,14 +105,12 @@ def _prompt_length(series: Series, server: ServerLike, target: str, names: Colle
     if "prompt_tokens" not in names:
         return out
     first = server.histogram(target, None, "ttft", window, now)
-    prompts = server.increase(target, ("prompt_tokens",), window, now)
     if first is not None and prompts is not None and first.count > 0:
         if probes is not None:
             users = _users_prefilled(prompts[0], first.count, probes.prefills(target, prompts[1], now))
             return {k: v for k, v in out.items() if k != "prompt_tokens_per_request"} | users
         return out | {"prompt_tokens_per_request": prompts[0] / first.count}
     done = server.increase(target, finished, window, now) if finished else None
-    prompts = server.increase(target, ("prompt_tokens",), window, now)
     if out or done is None or prompts is None:
         return out
     started = done[0] + (series.change(f"{target}/requests_running", window, now) or 0.0)

@@ -29,8 +29,9 @@ FAULTS: list[tuple[str, dict[str, Any], tuple[str, ...], str]] = [
     ("network_delay", {"network_delay_s": DELAY_S}, ("network",), "network"),
     # prefill: a batch grown 2.5x with the users' arrivals 3 sd up slows each prompt's chunk too (second capacity row)
     ("load_surge", {"load_multiplier": 4.0}, ("queue", "prefill", "decode"), "capacity"),
-    ("kv_shrink", {"kv_blocks": 320}, ("queue", "prefill", "decode"), "kv_cache_pressure"),
-    ("long_prompts", {"prompt_scale": 4.0}, ("queue", "prefill", "decode"), "long_prompts"),
+    # none: requests held back by a full cache time out without stages, and prompts 3x longer stall every stage
+    ("kv_shrink", {"kv_blocks": 320}, ("queue", "prefill", "decode", "none"), "kv_cache_pressure"),
+    ("long_prompts", {"prompt_scale": 4.0}, ("queue", "prefill", "decode", "none"), "long_prompts"),
     # queue: a throttled GPU's slower steps queue requests behind them; none: it slows every stage at once, so it
     # also names a breach no single stage explains (its row is `unlocated`, like the CPU-bound server's)
     ("gpu_throttle", {"gpu_clock_ratio": 0.35}, ("queue", "prefill", "decode", "none"), "gpu_throttled"),

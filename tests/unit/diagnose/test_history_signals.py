@@ -246,3 +246,12 @@ def test_no_users_prompt_mean_from_a_few_of_their_prefills() -> None:
     load.observe([], now=20.0, prefilled=[("t", t + k, 128) for t in range(20) for k in (0.25, 0.75)])
     sig = engine_signals(Series(600.0), server, "t", window=20.0, hold=60.0, now=20.0, probes=load)
     assert "prompt_tokens_per_request" not in sig and "prompt_tokens_p90" not in sig  # nothing finished either
+
+
+def test_no_prompt_length_over_a_window_the_scrapes_do_not_cover_yet() -> None:
+    """Right after start (10 s of scrapes, a 20 s window): a mean of its few prompts is not learned as a baseline."""
+    server, load = _shifted(422.0)
+    early = engine_signals(Series(600.0), server, "t", window=20.0, hold=60.0, now=10.0, probes=load)
+    assert "prompt_tokens_per_request" not in early and "prompt_tokens_p90" not in early
+    full = engine_signals(Series(600.0), server, "t", window=18.0, hold=60.0, now=18.0, probes=load)
+    assert full["prompt_tokens_per_request"] == pytest.approx(422.0)
