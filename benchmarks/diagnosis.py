@@ -23,16 +23,16 @@ Run: .venv/bin/python benchmarks/diagnosis.py [--seeds 5] [--healthy 10] [--para
      Wilson interval; .venv/bin/python benchmarks/diagnosis.py --pool A.json B.json pools --trace files
      .venv/bin/python benchmarks/diagnosis.py --cost   (the diagnosis step's own cost per evaluation, ~1 min)
 
-Measured (the rules of the commit whose confirmation counts state-like evidence between breaches; README
-"Diagnosis" has the per-fault detail), ~1415 s each, load average 0.4-1.0: default seeds: right cause 34/35 = 97%
-(a CPU burn never breached), no false cause 9/10 healthy (seed 501: its users' first 15 s drew mostly short
-prompts, so the prompt-length baseline learned low), verdict − breach of the explained objective median +1, 27/32
-within 2 (max +39). --seed-base 1000: 34/35 (a network delay already breached at injection), healthy 10/10,
-median +1, 25/32 within 2 (max +19). --seed-base 2000: 34/35, 10/10, 31/33 within 2 (the rules before: 26/32).
-Pooled (--pool, three traces): 102/105 right, 29/30 healthy, 83/97 within 2. GPU throttle +0 and restarts
-+0/+1 in every timed run. Late verdicts left:
-long_prompts (the prefilled prompts' mean fills the window slowly while long prefills jam the engine; the p90 is
-observed at finish) and load surges at 1 user request/s (5-15 s of arrivals before a 3x surge stands out).
+Measured (the rules of the commit whose prompt mean is the users' own; README "Diagnosis" has the per-fault detail),
+~1415 s each, load average 0.4-1.0: default seeds: right cause 33/35 (a CPU burn never breached; a long-prompts run
+breached through its whole warm-up and never learned a prompt baseline), no false cause 10/10 healthy, verdict −
+breach of the explained objective median +0, 28/31 within 2 (max +45). --seed-base 1000: 34/35, 10/10, 26/30 within
+2 (max +12). --seed-base 2000: 34/35, 10/10, 29/32 within 2 (max +14). Pooled (--pool, three traces): 101/105 right,
+30/30 healthy, 83/93 within 2 (the rules before, same seeds: 102/105, 29/30, 83/97). KV shrink, GPU throttle and
+restarts +0 (restarts +1 or +2 in two runs) in every timed run. Late verdicts left: long_prompts (the users' mean
+prompt of ~20 requests per window fills slowly while long prefills jam the engine) and load surges at 1 user
+request/s (5-15 s of arrivals before a 3x surge stands out); with the 40 s warm-up the prompt baseline appears
+about at injection (two long-prompts runs that breached before it got no long_prompts).
 """
 
 from __future__ import annotations
