@@ -103,8 +103,9 @@ RULES: tuple[CauseRule, ...] = (
                      "max-num-batched-tokens, cache shared prefixes, or route long prompts to their own replicas"),
     # The p90 is observed as requests finish: while long prefills jam the engine the long prompts do not finish, and
     # it falls (trace: the prefilled prompts' mean at 3-10x its baseline and the p90 at 0.6x for 12 s; the verdict
-    # went to capacity). A mean at 3x is no burst of a few long prompts (at the simulator's mix, a dozen more of its
-    # longest prompts than usual in one window), so it names long prompts alone. A shift of the traffic itself
+    # went to capacity). A mean at 3x is no burst of a few long prompts (the simulator's mix at 1 user/s: some eight
+    # more of its longest prompts than usual in one 20 s window; measured, a healthy run read 3.2x once, without a
+    # breach, after its baseline had drifted down), so it names long prompts alone. A shift of the traffic itself
     # slows every stage (longer prefills stall the decodes beside them), so it also names an unlocated breach.
     CauseRule("long_prompts", ENGINE, needs=(C("prompt_tokens_per_request", ">", 0.0, vs_baseline=3.0),),
               lever="enable chunked prefill and prefix caching",

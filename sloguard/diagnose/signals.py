@@ -81,7 +81,7 @@ def _prompt_length(series: Series, server: ServerLike, target: str, names: Colle
     traces: with 2 probes/s of 128 tokens beside 1 user/s, a 4x shift of the users' prompts moved the mean of all
     prompts 1.9-2.2x, blinking at its 2x threshold for 15 s; the users' own mean read 2.5x). A probe whose first
     token came but whose result has not yet returned is still counted as a user's: the mean errs toward the
-    probes' length, never above the users'. Not over a window the prompt counter's scrapes cover less than FULL
+    probes' length. Not over a window the prompt counter's scrapes cover less than FULL
     of (trace, healthy seed 501: a baseline learned from the first 24 s, partial windows of mostly short prompts,
     read the usual prompts 2x longer and named long_prompts). (Not the last quarter: in the traces
     a few long prefills per quarter made it flicker from 1x to 4x its baseline, and a healthy cluster of long
