@@ -19,7 +19,8 @@ Signals (sloguard.diagnose.signals; all over the diagnosis window unless said):
   finished plus the growth of running and waiting), user_request_rate (the same less sloguard's own probes),
   arrival_surge_z (the users' arrivals over the last quarter, half or whole window above their healthy rate, in
   Poisson sds), prompt_tokens_per_request (prompt tokens ÷ first tokens, sloguard's probes' prefills taken out:
-  the users' prompts prefilled, not those finishing) and prompt_tokens_p90 (from
+  the users' prompts prefilled, not those finishing), prompt_tokens_recent (the largest such mean over the
+  window's last eighth, quarter, half or whole that holds 20 of the users' prefills) and prompt_tokens_p90 (from
   the engine's prompt-length histogram over the window, where it has one: both must rise, so neither a burst
   of a few long prompts (the mean only) nor fewer short requests finishing (the p90 at a mass boundary of the
   mix) reads as longer prompts), prefix_cache_hit_ratio,
@@ -107,7 +108,11 @@ RULES: tuple[CauseRule, ...] = (
     # more of its longest prompts than usual in one 20 s window; measured, a healthy run read 3.2x once, without a
     # breach, after its baseline had drifted down), so it names long prompts alone. A shift of the traffic itself
     # slows every stage (longer prefills stall the decodes beside them), so it also names an unlocated breach.
-    CauseRule("long_prompts", ENGINE, needs=(C("prompt_tokens_per_request", ">", 0.0, vs_baseline=3.0),),
+    # prompt_tokens_recent reads it over the recent span the shift has filled (prompts.py: at a 300 s window,
+    # 2-4 evaluations after the shift where the whole window's mean took 14).
+    CauseRule("long_prompts", ENGINE,
+              any_of=(C("prompt_tokens_per_request", ">", 0.0, vs_baseline=3.0),
+                      C("prompt_tokens_recent", ">", 0.0, vs_baseline=3.0, optional=True)),
               lever="enable chunked prefill and prefix caching",
               detail="prompts got much longer (the mean alone: the p90 of requests finishing falls while long "
                      "prefills jam the engine): bound max-num-batched-tokens, cache shared prefixes, or route long "
@@ -178,6 +183,7 @@ SIGNAL_TEXT: dict[str, tuple[str, str]] = {
     "request_rate": ("request rate", "per_s"), "user_request_rate": ("users' request rate", "per_s"),
     "arrival_surge_z": ("users' arrivals over their baseline", "sd"),
     "prompt_tokens_per_request": ("users' prompt tokens/request", "count"),
+    "prompt_tokens_recent": ("users' recent prompt tokens/request", "count"),
     "prompt_tokens_p90": ("p90 prompt tokens", "count"), "kv_cache_usage_p90": ("KV cache p90", "ratio"),
     "prefix_cache_hit_ratio": ("prefix-cache hits", "ratio"), "engine_restarts": ("engine restarts", "count"),
     "cold_starts": ("process cold starts", "count"), "serving_cpu_cores": ("serving CPU", "cores"),

@@ -12,10 +12,10 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
-from sloguard.diagnose.arrivals import FULL, ProbeLoad, arrivals, users
+from sloguard.diagnose.arrivals import ProbeLoad, arrivals, users
 from sloguard.diagnose.history import Series
+from sloguard.diagnose.prompts import prompt_length
 from sloguard.model import Histogram, Sample, ServerView
-from sloguard.windows import histo
 
 # Clock-event reasons that slow a busy GPU (gpu_idle, application clocks, sync boost and display do not),
 # and the NVML/dcgm health reasons that are throttling rather than a sick GPU.
@@ -24,8 +24,6 @@ THROTTLE_REASONS = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdow
 THROTTLE_PROBLEMS = frozenset({"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake", "clocks_below_max"})
 GAUGES = ("requests_waiting", "requests_running", "kv_cache_usage_ratio")
 KV_Q = 0.9  # kv_cache_usage_p90: the usage reached at ≥ 10% of the window's scrapes (history.Series.quantile)
-PROMPT_Q = 0.9  # prompt_tokens_p90: the prompt length ≥ 10% of the window's requests reached
-MIN_USER_PREFILLS = 5  # the users' prefills a window needs for their mean prompt length
 # Gauges (waiting and running requests, KV usage) are read over the window's most recent quarter, like the
 # serving CPU: a mean over the whole window reaches its threshold only once the state has filled a large part of
 # it, i.e. several evaluations after the latency that the state causes breached (a queue that has just formed
@@ -54,67 +52,6 @@ class ServerLike(Protocol):
     def histogram(self, target: str, model: str | None, signal: str, window: float, now: float) -> Histogram | None:
         """Return the window's histogram delta of a target's signal (all models when model is None)."""
         ...
-
-
-def _users_prefilled(prompts: float, first: float, own: tuple[int, int]) -> dict[str, float]:
-    """Return the users' mean prompt prefilled: the engine's prompt tokens ÷ first tokens less the probes' own.
-
-    Not available below MIN_USER_PREFILLS (a target only sloguard probes has no users' prompts to shift, and a
-    mean of two or three prompts of a heavy-tailed mix is one draw): never the probes' mean in their place, which
-    would become a baseline that the users' own prompts read 3x over.
-    """
-    count, tokens = own
-    users, user_tokens = first - count, prompts - tokens
-    if users < MIN_USER_PREFILLS or user_tokens <= 0:
-        return {}
-    return {"prompt_tokens_per_request": user_tokens / users}
-
-
-def _prompt_length(series: Series, server: ServerLike, target: str, names: Collection[str],
-                   finished: Collection[str], window: float, now: float,
-                   probes: ProbeLoad | None = None) -> dict[str, float]:
-    """Return prompt_tokens_per_request (mean of the users' prompts prefilled) and prompt_tokens_p90 over the window.
-
-    The mean: prompt tokens ÷ first tokens (the TTFT histogram's count), both counted when a request's prefill
-    ends, so it is the prompts the engine worked on, not those finishing. `probes`: sloguard's own prefills (each
-    result's prompt tokens at its first token) are taken out of both, so the mean is the users' (benchmark
-    traces: with 2 probes/s of 128 tokens beside 1 user/s, a 4x shift of the users' prompts moved the mean of all
-    prompts 1.9-2.2x, blinking at its 2x threshold for 15 s; the users' own mean read 2.5x). A probe whose first
-    token came but whose result has not yet returned is still counted as a user's: the mean errs toward the
-    probes' length. Not over a window the prompt counter's scrapes cover less than FULL
-    of (trace, healthy seed 501: a baseline learned from the first 24 s, partial windows of mostly short prompts,
-    read the usual prompts 2x longer and named long_prompts). (Not the last quarter: in the traces
-    a few long prefills per quarter made it flicker from 1x to 4x its baseline, and a healthy cluster of long
-    prompts read as a shift.) The per-request prompt-length histogram (vLLM `request_prompt_tokens`) is
-    observed at finish: a long prompt shows there only after its whole decode, and while long requests jam
-    the engine the recent finishes are mostly the short ones. That histogram's p90 is the shape check: the
-    mean of a heavy-tailed mix moves with two or three long prompts (a burst, not a shift); the p90 moves
-    only when ≥ 10% of the window's requests got longer (the rule asks both to rise). Without a TTFT
-    histogram: the histogram's mean; without either, prompt-token counter ÷ requests started (finished +
-    the running count's growth: prefilled but not finished yet).
-    """
-    out: dict[str, float] = {}
-    prompts = server.increase(target, ("prompt_tokens",), window, now)
-    if prompts is not None and prompts[1] < FULL * window:
-        return out  # a partial window (just started): its few requests would become the baseline
-    h = server.histogram(target, None, "prompt_length", window, now)
-    if h is not None and h.count > 0:
-        out["prompt_tokens_per_request"] = h.sum / h.count
-        if (p90 := histo.quantile(PROMPT_Q, h)) is not None:
-            out["prompt_tokens_p90"] = p90
-    if "prompt_tokens" not in names:
-        return out
-    first = server.histogram(target, None, "ttft", window, now)
-    if first is not None and prompts is not None and first.count > 0:
-        if probes is not None:
-            users = _users_prefilled(prompts[0], first.count, probes.prefills(target, prompts[1], now))
-            return {k: v for k, v in out.items() if k != "prompt_tokens_per_request"} | users
-        return out | {"prompt_tokens_per_request": prompts[0] / first.count}
-    done = server.increase(target, finished, window, now) if finished else None
-    if out or done is None or prompts is None:
-        return out
-    started = done[0] + (series.change(f"{target}/requests_running", window, now) or 0.0)
-    return {"prompt_tokens_per_request": prompts[0] / started} if started > 0 else {}
 
 
 def record_engine(series: Series, server: ServerLike, target: str) -> None:
@@ -157,7 +94,7 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
         out["request_rate"] = arriving[0] / arriving[1]
     if probes is not None:
         out |= users(series, server, target, finished, window, now, probes, user_rate)
-    out |= _prompt_length(series, server, target, names, finished, window, now, probes)
+    out |= prompt_length(series, server, target, names, finished, window, now, probes)
     hits = server.increase(target, ("prefix_cache_hits",), window, now)
     queries = server.increase(target, ("prefix_cache_queries",), window, now)
     if hits is not None and queries is not None and queries[0] > 0:

@@ -42,10 +42,11 @@ class Done:
 
 
 class _Quiet:
-    """Recorder that keeps only the client requests' token gaps."""
+    """Recorder that keeps the client requests' token gaps and, when asked, every prefill's end."""
 
     def __init__(self) -> None:
         self.gaps: dict[str, list[float]] = {}
+        self.prefills: list[tuple[float, int]] | None = None  # (first token's time, prompt tokens), all requests
 
     def step(self, running: int, waiting: int, kv_usage: float, tokens: int | None) -> None:
         return None
@@ -54,6 +55,8 @@ class _Quiet:
         return None
 
     def token(self, req: SimRequest, gap: float | None) -> None:
+        if gap is None and self.prefills is not None and req.first_token is not None:
+            self.prefills.append((req.first_token, req.prompt_tokens))
         if gap is not None and req.rid in self.gaps:
             self.gaps[req.rid].append(gap)
 
@@ -62,7 +65,11 @@ class _Quiet:
 
 
 class VirtualServer:
-    """One simulated server in virtual time; `multiplier` and `stall_s` are the faults of the same names."""
+    """One simulated server in virtual time; `multiplier`, `stall_s` and `prompt_scale` are the faults so named.
+
+    `record_prefills()` starts keeping every request's prefill end (the engine's prompt-token and first-token
+    counters, as a served simulator's /metrics would count them).
+    """
 
     def __init__(self, seed: int, profile: LatencyProfile | None = None,
                  background_rps: float = DEFAULT_BACKGROUND_RPS, multiplier: float = 1.0, stall_s: float = 0.0) -> None:
@@ -79,6 +86,18 @@ class VirtualServer:
         self._next_background = self._gap()
         self._step_end: float | None = None
         self.done: list[Done] = []
+        self.prompt_scale = 1.0  # × every background prompt from now on, as the served simulator's fault
+
+    def record_prefills(self) -> list[tuple[float, int]]:
+        """Keep (first token's virtual time, prompt tokens) of every request prefilled from now on; return the list."""
+        self._rec.prefills = []
+        return self._rec.prefills
+
+    def run_until(self, t: float) -> None:
+        """Advance until the next event would come after virtual time `t`."""
+        while min(self._next_background, self._events[0][0] if self._events else float("inf"),
+                  self._step_end if self._step_end is not None else float("inf")) <= t:
+            self._advance()
 
     def _gap(self) -> float:
         return self.now + self._rng_background.expovariate(self._background_rps) if self._background_rps > 0 \
@@ -95,6 +114,7 @@ class VirtualServer:
 
     def _background(self, at: float) -> SimRequest:
         prompt, max_tokens, _ = self._rng_background.choices(BACKGROUND_MIX, weights=[w for *_, w in BACKGROUND_MIX])[0]
+        prompt = max(1, round(prompt * self.prompt_scale))
         target, reason = output_length(max_tokens, False, self._rng_background)
         return SimRequest(rid=f"bg{next(self._ids)}", prompt_tokens=prompt, max_tokens=max_tokens, target_tokens=target,
                           finish_reason=reason, arrival=at,

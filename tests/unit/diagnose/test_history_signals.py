@@ -213,6 +213,7 @@ def test_prompt_length_is_what_the_engine_prefilled_not_what_finished() -> None:
         first, prompt = first + 3.0, prompt + 3.0 * (1024.0 if t >= 10 else 128.0)
     sig = engine_signals(series, server, "t", window=20.0, hold=60.0, now=20.0)
     assert sig["prompt_tokens_per_request"] == pytest.approx((10 * 128.0 + 10 * 1024.0) / 20)
+    assert sig["prompt_tokens_recent"] == pytest.approx(1024.0)  # the last half: 30 prefills, all long
     assert sig["prompt_tokens_p90"] <= 200.0  # the finishes are still the short prompts
 
 
@@ -236,6 +237,30 @@ def test_prompt_length_is_the_users_without_the_probes(users_prompt: float) -> N
     users = engine_signals(Series(600.0), server, "t", window=20.0, hold=60.0, now=20.0, probes=load)
     assert plain["prompt_tokens_per_request"] == pytest.approx((users_prompt + 256.0) / 3)
     assert users["prompt_tokens_per_request"] == pytest.approx(users_prompt)
+    assert users["prompt_tokens_recent"] == users["prompt_tokens_per_request"]  # 10 users' prefills per half: none
+
+
+@pytest.mark.parametrize(("users_per_s", "shift_at", "recent"), [
+    (4, 35, 1600.0),  # the last eighth (5 s): 20 users' prefills, all 4x
+    (3, 35, (15 * 1600.0 + 15 * 400.0) / 30),  # 15 in the eighth are too few: the quarter, half of them 4x
+    (4, 30, 1600.0),  # a shift that filled the quarter shows in the eighth too
+    (1, 30, (10 * 1600.0 + 10 * 400.0) / 20),  # 1 user/s: the half's 20 prefills count, the quarter's 10 do not
+    (1, 35, (5 * 1600.0 + 15 * 400.0) / 20),
+    (4, 50, 400.0),  # no shift: every span reads the usual prompts
+])
+def test_recent_prompts_are_the_users_mean_over_the_span_a_shift_filled(users_per_s: int, shift_at: int,
+                                                                        recent: float) -> None:
+    """40 s window: users' prompts 400 → 1600 tokens at `shift_at`, beside 2 probes/s of 128 tokens."""
+    server, load = ServerWindows(), ProbeLoad(horizon=80.0)
+    first = prompt = 0.0
+    for t in range(41):
+        server.add(_prefills(float(t), first, prompt, finished_128=0.0))
+        first += users_per_s + 2.0
+        prompt += users_per_s * (1600.0 if t >= shift_at else 400.0) + 2 * 128.0
+    load.observe([], now=40.0, prefilled=[("t", t + k, 128) for t in range(40) for k in (0.25, 0.75)])
+    sig = engine_signals(Series(600.0), server, "t", window=40.0, hold=60.0, now=40.0, probes=load)
+    assert sig["prompt_tokens_recent"] == pytest.approx(recent)
+    assert sig["prompt_tokens_per_request"] <= sig["prompt_tokens_recent"]
 
 
 def test_no_users_prompt_mean_from_a_few_of_their_prefills() -> None:

@@ -28,7 +28,8 @@ BASE = {"ttft": _r("ttft", 0.2, 0.2, "probe"), "network": _r("network", 0.005, 0
 HEALTHY = {"requests_waiting": 0.0, "requests_running": 4.0, "kv_cache_usage_ratio": 0.3, "kv_cache_usage_p90": 0.35,
            "prompt_tokens_p90": 1000.0,
            "preemptions_per_second": 0.0, "request_rate": 2.0, "prompt_tokens_per_request": 400.0,
-           "engine_restarts": 0.0, "cold_starts": 0.0, "serving_cpu_cores": 0.1, "gpu_throttle_reasons": 0.0,
+           "prompt_tokens_recent": 420.0, "engine_restarts": 0.0, "cold_starts": 0.0, "serving_cpu_cores": 0.1,
+           "gpu_throttle_reasons": 0.0,
            "gpu_sm_clock_ratio": 1.0, "gpu_health_problems": 0.0, "canary_degraded": 0.0, "network_measured": 1.0,
            "arrival_surge_z": 0.3}
 BASELINES = {k: v for k, v in HEALTHY.items() if k not in ("engine_restarts", "cold_starts", "arrival_surge_z")}
@@ -169,6 +170,13 @@ CASES = [
         "arrival_surge_z": 3.5}), "decode", "long_prompts"),
     ("prompts 2.5x with the p90 fallen: not yet long prompts", _inputs((TPOT,), SLOW_DECODE, {
         "prompt_tokens_per_request": 1000.0, "prompt_tokens_p90": 600.0}), "decode", "unknown"),
+    # the users' mean over the recent span a shift filled reads it before the whole window's mean does
+    ("the last span's prompts 3x, the window's 2x, the p90 fallen: long prompts", _inputs((TPOT,), SLOW_DECODE, {
+        "prompt_tokens_per_request": 800.0, "prompt_tokens_recent": 1300.0, "prompt_tokens_p90": 600.0}),
+     "decode", "long_prompts"),
+    ("the last span's prompts 2.5x: not yet long prompts", _inputs((TPOT,), SLOW_DECODE, {
+        "prompt_tokens_per_request": 800.0, "prompt_tokens_recent": 1050.0, "prompt_tokens_p90": 600.0}),
+     "decode", "unknown"),
     ("long prompts that fill the KV cache are long prompts", _inputs(stages=QUEUED, signals={
         "prompt_tokens_per_request": 1600.0, "prompt_tokens_p90": 4000.0, "kv_cache_usage_p90": 0.97,
         "preemptions_per_second": 0.3, "requests_waiting": 9.0}), "queue", "long_prompts"),
@@ -192,6 +200,8 @@ CASES = [
         (CUT_TPOT,), {"tpot": 0.011, "decode": 0.011}, {"kv_cache_usage_p90": 0.98}), "none", "unknown"),
     ("prompts 3x long name a breach no stage explains", _inputs(stages={"ttft": 4.9}, signals={
         "prompt_tokens_per_request": 1300.0, "prompt_tokens_p90": 600.0}), "none", "long_prompts"),
+    ("the last span's prompts 3x name a breach no stage explains", _inputs(stages={"ttft": 4.9}, signals={
+        "prompt_tokens_per_request": 700.0, "prompt_tokens_recent": 1300.0}), "none", "long_prompts"),
     ("prompts 2x long (p90 too) do not name an unlocated breach", _inputs(stages={"ttft": 4.9}, signals={
         "prompt_tokens_per_request": 900.0, "prompt_tokens_p90": 1700.0}), "none", "unknown"),
     # a pinned serving process slows every stage a little: no single one explains the breach

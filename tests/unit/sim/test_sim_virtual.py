@@ -10,6 +10,7 @@ import pytest
 from sloguard.bench.schema import schema
 from sloguard.sim.benchfile import closed_run, spaced_run
 from sloguard.sim.model import LatencyProfile
+from sloguard.sim.scheduler import BACKGROUND_MIX
 from sloguard.sim.virtual import VirtualServer, spaced
 
 
@@ -49,3 +50,19 @@ def test_virtual_runs_are_the_bench_schema(records: list[dict[str, object]]) -> 
     validator = jsonschema.Draft202012Validator(schema())
     for row in records:
         validator.validate(row)
+
+
+def test_prompt_scale_lengthens_the_background_prompts_prefilled_from_then_on() -> None:
+    """Every prefill is kept (first token's time, prompt tokens), in time order; the fault applies to new arrivals."""
+    server = VirtualServer(4, background_rps=2.0)
+    prefills = server.record_prefills()
+    server.run_until(300.0)
+    server.prompt_scale = 4.0
+    server.run_until(600.0)
+    times = [t for t, _ in prefills]
+    assert times == sorted(times) and times[-1] <= 600.0 and 1000 < len(prefills) < 1400  # ~2/s
+    mix = {p for p, *_ in BACKGROUND_MIX}
+    before = [p for t, p in prefills if t < 300.0]
+    after = [p for t, p in prefills if t > 330.0]  # arrivals queued at the switch are prefilled at their own length
+    assert set(before) <= mix and all(p % 4 == 0 and p // 4 in mix for p in after)
+    assert sum(after) / len(after) == pytest.approx(4 * sum(before) / len(before), rel=0.25)
