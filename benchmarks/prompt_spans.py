@@ -114,7 +114,7 @@ def _lags(found: Sequence[int | None], observe: int) -> str:
 
 def _share(found: Sequence[int | None]) -> str:
     k, n = sum(x is not None for x in found), len(found)
-    lo, hi = wilson(k / n, n)
+    lo, hi = wilson(k / n, n, 1.96)  # two-sided 95%, as benchmarks/diagnosis.py
     return f"{k}/{n} [{100 * lo:.0f}, {100 * hi:.0f}]%"
 
 
