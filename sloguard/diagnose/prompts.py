@@ -4,11 +4,11 @@ The engine counts prompt tokens and first tokens as each request's prefill ends,
 own prefills (each result's prompt tokens at its first token) are taken out, so the means are the users'.
 A shift to longer prompts is plainest over the span it has filled: `prompt_tokens_recent` is the largest mean
 over the window's last eighth, quarter, half or whole that holds enough of the users' prefills to be no burst
-(MIN_SPAN_PREFILLS). Seeded replay (`prompt_tokens_recent` against the whole window's mean; Poisson users,
-the simulator's mix or a lognormal one of sd 1.2 in log, x4 at the shift): at the default 300 s window and 15 s
-evaluations, 3x its baseline came a median 2-4 evaluations after the shift where the whole window's mean took
-14; a healthy stream reached it in 0-1.7% of 60-evaluation runs (lognormal; 0 for the simulator's mix). At 1
-user/s over a 20 s window (the diagnosis benchmark) the shorter spans rarely hold 20 prefills: as before.
+(MIN_SPAN_PREFILLS). Measured at the daemon's defaults (300 s window, 15 s evaluations and scrapes;
+benchmarks/diagnosis_defaults.py: virtual time, the simulator's engine, prompts x4, 30 seeds per rate): the
+long_prompts rows held a median 3 evaluations after the shift at 0.5, 2 and 5 users/s, where on the whole
+window's mean (its 2x with the finish-observed p90, or 3x) they took 8, 8 and 10; no healthy run held them. At 1
+user/s over a 20 s window (the diagnosis benchmark) the shorter spans seldom count: as before.
 Pure and clock-free: `now` comes from the caller.
 """
 

@@ -108,8 +108,8 @@ RULES: tuple[CauseRule, ...] = (
     # more of its longest prompts than usual in one 20 s window; measured, a healthy run read 3.2x once, without a
     # breach, after its baseline had drifted down), so it names long prompts alone. A shift of the traffic itself
     # slows every stage (longer prefills stall the decodes beside them), so it also names an unlocated breach.
-    # prompt_tokens_recent reads it over the recent span the shift has filled (prompts.py: at a 300 s window,
-    # 2-4 evaluations after the shift where the whole window's mean took 14).
+    # prompt_tokens_recent reads it over the recent span the shift has filled (prompts.py: at the defaults, 3
+    # evaluations after a shift where the whole window's mean took 8-10).
     CauseRule("long_prompts", ENGINE,
               any_of=(C("prompt_tokens_per_request", ">", 0.0, vs_baseline=3.0),
                       C("prompt_tokens_recent", ">", 0.0, vs_baseline=3.0, optional=True)),

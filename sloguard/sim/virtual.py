@@ -42,11 +42,12 @@ class Done:
 
 
 class _Quiet:
-    """Recorder that keeps the client requests' token gaps and, when asked, every prefill's end."""
+    """Recorder that keeps the client requests' token gaps and, when asked, every prefill's end and finish."""
 
     def __init__(self) -> None:
         self.gaps: dict[str, list[float]] = {}
         self.prefills: list[tuple[float, int]] | None = None  # (first token's time, prompt tokens), all requests
+        self.finishes: list[tuple[float, int]] | None = None  # (finish time, prompt tokens), all requests
 
     def step(self, running: int, waiting: int, kv_usage: float, tokens: int | None) -> None:
         return None
@@ -61,14 +62,16 @@ class _Quiet:
             self.gaps[req.rid].append(gap)
 
     def finished(self, req: SimRequest, now: float) -> None:
-        return None
+        if self.finishes is not None:
+            self.finishes.append((now, req.prompt_tokens))
 
 
 class VirtualServer:
-    """One simulated server in virtual time; `multiplier`, `stall_s` and `prompt_scale` are the faults so named.
+    """One simulated server in virtual time; `multiplier`, `stall_s`, `prompt_scale` and `load_multiplier` are the
+    faults so named.
 
-    `record_prefills()` starts keeping every request's prefill end (the engine's prompt-token and first-token
-    counters, as a served simulator's /metrics would count them).
+    `record_requests()` starts keeping every request's prefill end and finish (the engine's prompt-token,
+    first-token and finished counters, as a served simulator's /metrics would count them).
     """
 
     def __init__(self, seed: int, profile: LatencyProfile | None = None,
@@ -80,7 +83,7 @@ class VirtualServer:
         self.engine.multiplier = multiplier
         self._rng_requests = random.Random(f"{seed}/requests")
         self._rng_background = random.Random(f"{seed}/background")
-        self._background_rps, self._stall = background_rps, stall_s
+        self._background_rps, self._stall, self._load = background_rps, stall_s, 1.0
         self._events: list[tuple[float, int, str, SimRequest | None]] = []
         self._ids = itertools.count()
         self._next_background = self._gap()
@@ -88,10 +91,23 @@ class VirtualServer:
         self.done: list[Done] = []
         self.prompt_scale = 1.0  # × every background prompt from now on, as the served simulator's fault
 
-    def record_prefills(self) -> list[tuple[float, int]]:
-        """Keep (first token's virtual time, prompt tokens) of every request prefilled from now on; return the list."""
-        self._rec.prefills = []
-        return self._rec.prefills
+    def record_requests(self) -> tuple[list[tuple[float, int]], list[tuple[float, int]]]:
+        """Keep every request's prefill end and finish, each (virtual time, prompt tokens), from now on.
+
+        Return both lists; they grow in time order as the server advances.
+        """
+        self._rec.prefills, self._rec.finishes = [], []
+        return self._rec.prefills, self._rec.finishes
+
+    @property
+    def load_multiplier(self) -> float:
+        """Return the factor on the background arrival rate."""
+        return self._load
+
+    @load_multiplier.setter
+    def load_multiplier(self, factor: float) -> None:
+        self._load = factor
+        self._next_background = self._gap()  # arrivals are memoryless: redraw the next one at the new rate
 
     def run_until(self, t: float) -> None:
         """Advance until the next event would come after virtual time `t`."""
@@ -100,8 +116,8 @@ class VirtualServer:
             self._advance()
 
     def _gap(self) -> float:
-        return self.now + self._rng_background.expovariate(self._background_rps) if self._background_rps > 0 \
-            else float("inf")
+        rate = self._background_rps * self._load
+        return self.now + self._rng_background.expovariate(rate) if rate > 0 else float("inf")
 
     def submit(self, at: float, prompt_tokens: int, max_tokens: int, ignore_eos: bool = False) -> None:
         """Schedule a client request arriving at `at` (virtual seconds)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 import jsonschema
 import pytest
@@ -55,7 +56,7 @@ def test_virtual_runs_are_the_bench_schema(records: list[dict[str, object]]) -> 
 def test_prompt_scale_lengthens_the_background_prompts_prefilled_from_then_on() -> None:
     """Every prefill is kept (first token's time, prompt tokens), in time order; the fault applies to new arrivals."""
     server = VirtualServer(4, background_rps=2.0)
-    prefills = server.record_prefills()
+    prefills, finishes = server.record_requests()
     server.run_until(300.0)
     server.prompt_scale = 4.0
     server.run_until(600.0)
@@ -66,3 +67,17 @@ def test_prompt_scale_lengthens_the_background_prompts_prefilled_from_then_on() 
     after = [p for t, p in prefills if t > 330.0]  # arrivals queued at the switch are prefilled at their own length
     assert set(before) <= mix and all(p % 4 == 0 and p // 4 in mix for p in after)
     assert sum(after) / len(after) == pytest.approx(4 * sum(before) / len(before), rel=0.25)
+    ends = [t for t, _ in finishes]
+    assert ends == sorted(ends) and len(prefills) - 20 < len(finishes) <= len(prefills)
+    assert not Counter(p for _, p in finishes) - Counter(p for _, p in prefills)  # each finished after its prefill
+
+
+def test_load_multiplier_scales_the_background_arrivals_from_then_on() -> None:
+    server = VirtualServer(5, background_rps=1.0)
+    prefills, _ = server.record_requests()
+    server.run_until(400.0)
+    server.load_multiplier = 3.0
+    server.run_until(800.0)
+    before = sum(1 for t, _ in prefills if t < 400.0)
+    after = sum(1 for t, _ in prefills if t >= 400.0)
+    assert 340 < before < 460 and 1080 < after < 1320  # Poisson 400 ± 20 and 1200 ± 35, within 3 sd
