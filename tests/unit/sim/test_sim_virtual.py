@@ -53,13 +53,20 @@ def test_virtual_runs_are_the_bench_schema(records: list[dict[str, object]]) -> 
         validator.validate(row)
 
 
+def _faulted(seed: int, rps: float, at: float, fault: str, value: float) -> tuple[list[tuple[float, int]],
+                                                                                   list[tuple[float, int]]]:
+    """Run `at` virtual seconds healthy, set the fault, run as long again; return the prefills and finishes."""
+    server = VirtualServer(seed, background_rps=rps)
+    prefills, finishes = server.record_requests()
+    server.run_until(at)
+    setattr(server, fault, value)
+    server.run_until(2 * at)
+    return prefills, finishes
+
+
 def test_prompt_scale_lengthens_the_background_prompts_prefilled_from_then_on() -> None:
     """Every prefill is kept (first token's time, prompt tokens), in time order; the fault applies to new arrivals."""
-    server = VirtualServer(4, background_rps=2.0)
-    prefills, finishes = server.record_requests()
-    server.run_until(300.0)
-    server.prompt_scale = 4.0
-    server.run_until(600.0)
+    prefills, finishes = _faulted(4, 2.0, 300.0, "prompt_scale", 4.0)
     times = [t for t, _ in prefills]
     assert times == sorted(times) and times[-1] <= 600.0 and 1000 < len(prefills) < 1400  # ~2/s
     mix = {p for p, *_ in BACKGROUND_MIX}
@@ -73,11 +80,7 @@ def test_prompt_scale_lengthens_the_background_prompts_prefilled_from_then_on() 
 
 
 def test_load_multiplier_scales_the_background_arrivals_from_then_on() -> None:
-    server = VirtualServer(5, background_rps=1.0)
-    prefills, _ = server.record_requests()
-    server.run_until(400.0)
-    server.load_multiplier = 3.0
-    server.run_until(800.0)
+    prefills, _ = _faulted(5, 1.0, 400.0, "load_multiplier", 3.0)
     before = sum(1 for t, _ in prefills if t < 400.0)
     after = sum(1 for t, _ in prefills if t >= 400.0)
     assert 340 < before < 460 and 1080 < after < 1320  # Poisson 400 ± 20 and 1200 ± 35, within 3 sd
