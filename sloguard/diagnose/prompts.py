@@ -33,30 +33,35 @@ MIN_SPAN_PREFILLS = 20
 RECENT_SPANS = (0.125, 0.25, 0.5)
 
 
-def _users_mean(server: ServerLike, target: str, span: float, now: float, probes: ProbeLoad | None,
+def _users_mean(prompts: tuple[float, float], first: float, probes: ProbeLoad | None, target: str, now: float,
                 least: int) -> float | None:
-    """Return the users' mean prompt prefilled over the span, or None below `least` prefills or a partial span.
+    """Return the users' mean prompt prefilled from a span's (prompt tokens, span) and first tokens, or None below
+    `least` of their prefills.
 
     Never the probes' mean in the users' place (a target only sloguard probes has no users' prompts to
     shift), which would become a baseline that the users' own prompts read 3x over. A probe whose first token
     came but whose result has not yet returned is still counted as a user's: the mean errs toward the probes'.
     """
+    count, tokens = probes.prefills(target, prompts[1], now) if probes is not None else (0, 0)
+    users, user_tokens = first - count, prompts[0] - tokens
+    return user_tokens / users if users >= least and user_tokens > 0 else None
+
+
+def _span_mean(server: ServerLike, target: str, span: float, now: float, probes: ProbeLoad | None) -> float | None:
+    """Return the users' mean prompt over a recent span, or None below MIN_SPAN_PREFILLS or a partial span."""
     prompts = server.increase(target, ("prompt_tokens",), span, now)
     first = server.histogram(target, None, "ttft", span, now)
     if prompts is None or first is None or prompts[1] < FULL * span:
         return None
-    count, tokens = probes.prefills(target, prompts[1], now) if probes is not None else (0, 0)
-    users, user_tokens = first.count - count, prompts[0] - tokens
-    return user_tokens / users if users >= least and user_tokens > 0 else None
+    return _users_mean(prompts, first.count, probes, target, now, MIN_SPAN_PREFILLS)
 
 
 def _finished_prompts(series: Series, server: ServerLike, target: str, finished: Collection[str],
-                      window: float, now: float) -> dict[str, float]:
+                      prompts: tuple[float, float] | None, window: float, now: float) -> dict[str, float]:
     """Return prompt_tokens_per_request without a TTFT histogram: prompt tokens ÷ requests started.
 
     Started: finished plus the running count's growth (prefilled but not finished yet).
     """
-    prompts = server.increase(target, ("prompt_tokens",), window, now)
     done = server.increase(target, finished, window, now) if finished else None
     if done is None or prompts is None:
         return {}
@@ -67,7 +72,7 @@ def _finished_prompts(series: Series, server: ServerLike, target: str, finished:
 def recent(server: ServerLike, target: str, window: float, now: float, probes: ProbeLoad | None,
            whole: float) -> float:
     """Return prompt_tokens_recent: the largest users' mean over the window and its recent spans that count."""
-    means = (_users_mean(server, target, window * f, now, probes, MIN_SPAN_PREFILLS) for f in RECENT_SPANS)
+    means = (_span_mean(server, target, window * f, now, probes) for f in RECENT_SPANS)
     return max([whole, *(m for m in means if m is not None)])
 
 
@@ -101,9 +106,9 @@ def prompt_length(series: Series, server: ServerLike, target: str, names: Collec
         return out
     first = server.histogram(target, None, "ttft", window, now)
     if first is None or prompts is None or first.count <= 0:
-        return out or _finished_prompts(series, server, target, finished, window, now)
+        return out or _finished_prompts(series, server, target, finished, prompts, window, now)
     out.pop("prompt_tokens_per_request", None)
-    whole = _users_mean(server, target, window, now, probes, MIN_USER_PREFILLS if probes is not None else 1)
+    whole = _users_mean(prompts, first.count, probes, target, now, MIN_USER_PREFILLS if probes is not None else 1)
     if whole is not None:
         out["prompt_tokens_per_request"] = whole
         out["prompt_tokens_recent"] = recent(server, target, window, now, probes, whole)
