@@ -440,7 +440,7 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--healthy", type=int, default=10, help="healthy runs in total")
     ap.add_argument("--parallel", type=int, default=4, help="lanes per daemon round")
-    ap.add_argument("--warmup", type=float, default=40.0)
+    ap.add_argument("--warmup", type=float, default=60.0)
     ap.add_argument("--observe", type=float, default=75.0)
     ap.add_argument("--window", type=float, default=20.0, help="diagnose.window in seconds")
     ap.add_argument("--faults", default=",".join(FAULTS))

@@ -3,7 +3,8 @@
 A cause is named once its evidence held at K of the last N evaluations (this one included) and its rule holds
 now; a named cause is kept while its rule still holds, even where a row above it in precedence holds at single
 evaluations (a signal at its threshold flickers around it); a row above it replaces it once that row is
-confirmed too. A state-like cause's evidence (`engine.holding`: a restart, a GPU, a pinned serving CPU) is
+confirmed too. A state-like cause's evidence (`engine.holding`: a restart, a GPU, a pinned serving CPU, longer
+prompts, a full KV cache, a surge or a queue) is
 counted at every evaluation, breach or not, and an evaluation with no breach no longer restarts the count: it
 publishes none at once, but a pinned CPU that held for seconds before the breach confirms at the breach, and a
 breach that blinks on and off at its threshold keeps its count (benchmark trace: a CPU burn's TPOT p95 crossed

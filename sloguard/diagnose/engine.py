@@ -157,14 +157,16 @@ def _named(rule: CauseRule, inp: Inputs, stage: Stage, share: float | None,
 
 
 def holding(inp: Inputs) -> frozenset[str]:
-    """Return the causes whose evidence holds now, breach or not: the `unlocated` rows whose conditions hold.
+    """Return the causes whose evidence holds now, breach or not: the state rows whose conditions hold.
 
-    Only those: their evidence is a state of its own (a restart, a sick or throttled GPU, prompts 3x longer, a
-    full KV cache with preemptions or a queue, a pinned serving CPU) wherever the time went. A located row's
-    conditions are evidence only beside the stage they explain (the network row's "measured per request" holds
-    at every healthy evaluation).
+    State rows (`unlocated` or `state`): their evidence is a state of the engine or its load (a restart, a sick
+    or throttled GPU, longer prompts, a full KV cache, a pinned serving CPU, a surge of users or a queue) wherever
+    the time went, so evidence that held before a breach confirms the cause at the breach (benchmark trace: a
+    load surge's arrivals read 4.8-7.6 sd over their rate for 5 s before a TPOT breach that lasted one
+    evaluation; the verdict waited for the next breach, 14 evaluations later). The network rows are not: "measured
+    per request" holds at every healthy evaluation and is evidence only beside the network stage.
     """
-    return frozenset(rule.cause for rule in RULES if rule.unlocated and apply(rule, inp)[0])
+    return frozenset(rule.cause for rule in RULES if (rule.unlocated or rule.state) and apply(rule, inp)[0])
 
 
 def decide(inp: Inputs) -> Verdict:

@@ -62,6 +62,9 @@ class CauseRule:
     lever: str = ""  # the short, specific action (the verdict line)
     detail: str = ""  # why, and what else to check (evidence, README)
     unlocated: bool = False  # also explains a breach no stage explains (engine.candidates)
+    # Its conditions are a state of the engine or of its load, not of the breach (unlocated rows are too): they
+    # count toward confirmation at every evaluation, breach or not (engine.holding, confirm.Confirmer).
+    state: bool = False
 
 
 ALL = frozenset({"network", "queue", "prefill", "decode"})
@@ -98,6 +101,7 @@ RULES: tuple[CauseRule, ...] = (
                      # within a bucket; a healthy p90 of ~1,100 tokens could not read 2x (2,200+) before the
                      # next bucket filled, though a 4x prompt shift had put it at 1,900.
                      C("prompt_tokens_p90", ">", 0.0, vs_baseline=1.5, optional=True)),
+              state=True,
               lever="enable chunked prefill and prefix caching",
               detail="prompts got longer, so prefill steps are longer and stall other requests' queueing and "
                      "decoding: bound "
@@ -146,6 +150,7 @@ RULES: tuple[CauseRule, ...] = (
     CauseRule("capacity", frozenset({"queue", "decode"}),
               any_of=(C("requests_waiting", ">=", 1.0, vs_baseline=2.0), C("request_rate", ">", 0.0, vs_baseline=1.5),
                       C("arrival_surge_z", ">=", 4.0, optional=True)),
+              state=True,
               lever="add replicas or lower max concurrency",
               detail="more load than the engine can serve: requests wait for a slot or share bigger batches; scale "
                      "out or shed/limit load at the gateway"),
@@ -159,6 +164,7 @@ RULES: tuple[CauseRule, ...] = (
     # capacity (benchmark trace).
     CauseRule("capacity", ENGINE,
               needs=(C("requests_running", ">=", 2.0, vs_baseline=2.5), C("arrival_surge_z", ">=", 3.0)),
+              state=True,
               lever="add replicas or lower max concurrency",
               detail="more load than the engine serves at its usual speed: the batch grew far more than the "
                      "arrivals, so every request shares bigger steps; scale out or shed/limit load at the gateway"),

@@ -408,13 +408,39 @@ def test_confirmation_counts_evidence_without_a_breach(case: str, steps: list[tu
 def test_evidence_holds_without_a_breach() -> None:
     from sloguard.diagnose.engine import holding
 
-    calm = _inputs(breaches=(), signals={"serving_cpu_cores": 0.9, "requests_waiting": 9.0})
-    # a state of its own counts without a breach; capacity's and the network's rows only beside their stage
-    assert holding(calm) == {CPU} and holding(_inputs(breaches=())) == frozenset()
+    pinned = _inputs(breaches=(), signals={"serving_cpu_cores": 0.9})
+    # a state of the engine or its load counts without a breach; the network's row only beside its stage
+    assert holding(pinned) == {CPU} and holding(_inputs(breaches=())) == frozenset()
+    queued = _inputs(breaches=(), signals={"requests_waiting": 9.0})
+    surge = _inputs(breaches=(), signals={"arrival_surge_z": 4.8})
+    grown = _inputs(breaches=(), signals={"requests_running": 10.0, "arrival_surge_z": 3.2})
+    slow_net = _inputs(breaches=(), stages={"network": 2.2})
+    assert holding(queued) == holding(surge) == holding(grown) == {CAP} and holding(slow_net) == frozenset()
     full = _inputs(breaches=(), signals={"kv_cache_usage_p90": 0.98, "preemptions_per_second": 0.05})
     longer = _inputs(breaches=(), signals={"prompt_tokens_per_request": 1300.0, "prompt_tokens_p90": 600.0})
     doubled = _inputs(breaches=(), signals={"prompt_tokens_per_request": 900.0, "prompt_tokens_p90": 1700.0})
-    assert holding(full) == {KV} and holding(longer) == {LONG} and holding(doubled) == frozenset()
+    assert holding(full) == {KV} and holding(longer) == holding(doubled) == {LONG}
+    # 2x the mean with a p90 that did not move is a burst of a few long prompts: no state
+    burst = _inputs(breaches=(), signals={"prompt_tokens_per_request": 900.0, "prompt_tokens_p90": 1000.0})
+    assert holding(burst) == frozenset()
+
+
+def test_surge_evidence_before_the_breach_confirms_at_the_breach() -> None:
+    """Arrivals 4.8 sd over their rate at two calm evaluations: the first breach evaluation names capacity."""
+    from sloguard.diagnose.confirm import Confirmer
+    from sloguard.diagnose.engine import candidates, holding
+
+    c, last = Confirmer(), None
+    calm = _inputs(breaches=(), signals={"arrival_surge_z": 4.8})
+    breached = _inputs((TPOT,), SLOW_DECODE, {"arrival_surge_z": 7.6})
+    got = []
+    for inp in (calm, calm, breached):
+        last = c.publish(candidates(inp), last, holding(inp))
+        got.append(last.cause)
+    assert got == ["none", "none", CAP]
+    # without that history, one breach evaluation only starts the count
+    fresh = Confirmer().publish(candidates(breached), None, holding(breached))
+    assert fresh.cause == "unknown" and fresh.lever.startswith("confirming capacity")
 
 
 def test_confirming_says_what_and_keeps_the_stage() -> None:
