@@ -26,13 +26,15 @@ from __future__ import annotations
 import argparse
 import bisect
 import itertools
+import math
+import random
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sloguard.bench.judge import wilson
-from sloguard.config.spec import Config, DiagnoseSpec, TargetSpec
+from sloguard.config.spec import Config, DiagnoseSpec, ProbeSpec, TargetSpec
 from sloguard.diagnose.arrivals import ProbeLoad
 from sloguard.diagnose.engine import apply
 from sloguard.diagnose.history import Baselines, Series
@@ -43,6 +45,7 @@ from sloguard.diagnose.signals import engine_signals, record_engine
 from sloguard.model import Histogram, ModelView, ServerView
 from sloguard.sim.metrics import TOKEN_BUCKETS
 from sloguard.sim.virtual import VirtualServer
+from sloguard.slo.burnrate import STANDARD_WINDOWS
 from sloguard.windows.server import ServerWindows
 
 # fault -> (the cause its rows name, how it starts on the virtual server)
@@ -51,6 +54,8 @@ FAULTS: dict[str, tuple[str, Callable[[VirtualServer], None]]] = {
     "load_surge": ("capacity", lambda s: setattr(s, "load_multiplier", 3.0)),
 }
 WATCHED = ("long_prompts", "capacity")  # the causes a healthy run must not show
+_PROBE = ProbeSpec(name="p", target="t")
+PROBE_PROMPT, PROBE_TOKENS = _PROBE.prompts[0].tokens, _PROBE.max_tokens
 
 
 @dataclass
@@ -60,13 +65,16 @@ class Defaults:
     scrape: float
     baseline: float
     hold: float
+    probe: float  # the probe interval
+    slo_window: float  # an SLO's shortest window
 
 
 def defaults() -> Defaults:
-    """Return the daemon's default diagnosis window, evaluation and scrape intervals, baseline and restart hold."""
+    """Return the daemon's default diagnosis window, evaluation, scrape and probe intervals, baseline, restart hold."""
     d = DiagnoseSpec()
     return Defaults(d.window, Config.model_fields["evaluation_interval"].default,
-                    TargetSpec.model_fields["scrape_interval"].default, d.baseline, d.restart_hold)
+                    TargetSpec.model_fields["scrape_interval"].default, d.baseline, d.restart_hold,
+                    ProbeSpec.model_fields["interval"].default, STANDARD_WINDOWS[0])
 
 
 class Scraper:
@@ -102,52 +110,157 @@ class Scraper:
                                                            finished_by_reason={"stop": float(self.finished)})})
 
 
+class Probes:
+    """sloguard's probes at the daemon's defaults on the virtual server, and the SLO's p95 over its shortest window.
+
+    One probe every `interval` virtual seconds (the probe defaults: 30 s, 64 prompt tokens, 64 tokens out) from a
+    seeded offset. The daemon knows a probe's start at once and its prefill (first token) when its result comes
+    back at the end of the stream: ProbeLoad is fed the same way, so the users' signals leave the probes out.
+    """
+
+    def __init__(self, sim: VirtualServer, seed: int, interval: float) -> None:
+        self.sim, self.interval = sim, interval
+        self.next_at = random.Random(f"{seed}/probes").uniform(0.0, interval)
+        self.load = ProbeLoad(horizon=3600.0)
+        self.results: list[tuple[float, float, float | None]] = []  # (finish, ttft, tpot)
+
+    def submit_until(self, t: float) -> None:
+        """Schedule the probes that start in (last call, t] and tell ProbeLoad their starts."""
+        started = []
+        while self.next_at <= t:
+            self.sim.submit(self.next_at, PROBE_PROMPT, PROBE_TOKENS)
+            started.append(("t", self.next_at))
+            self.next_at += self.interval
+        self.load.observe(started, t)
+
+    def collect(self, t: float) -> None:
+        """Take the probe results that finished by `t` (the virtual server keeps them in `done`)."""
+        done, self.sim.done = self.sim.done, []
+        self.load.observe((), t, [("t", r.arrival + r.ttft_s, r.prompt_tokens) for r in done])
+        self.results += [(r.arrival + r.e2e_s, r.ttft_s, r.tpot_s) for r in done]
+
+    def p95(self, window: float, now: float) -> tuple[float, float] | None:
+        """Return the p95 TTFT and TPOT (nearest rank) of the probes finished in (now − window, now]."""
+        inside = [r for r in self.results if now - window < r[0] <= now]
+        if not inside:
+            return None
+        return _nearest(sorted(r[1] for r in inside)), _nearest(sorted(r[2] or 0.0 for r in inside))
+
+
+def _nearest(values: Sequence[float], q: float = 0.95) -> float:
+    return values[min(len(values) - 1, max(0, math.ceil(q * len(values)) - 1))]
+
+
 class Judge:
-    """Learns baselines before the fault; afterwards applies the rows of the watched causes."""
+    """Learns baselines at evaluations without a breach; records which watched causes' rows hold at each."""
 
     def __init__(self, d: Defaults, only_whole: bool) -> None:
         self.d, self.only_whole = d, only_whole
         self.base = Baselines(d.baseline, min_span=d.window, adopt=d.baseline / 4)
         self.first: dict[str, int] = {}
+        self.held: dict[int, frozenset[str]] = {}
 
     def evaluate(self, sig: dict[str, float], k: int) -> None:
-        """Record the first evaluation k after the fault at which a row of each watched cause held."""
+        """Record the watched causes whose rows hold at evaluation k after the fault, and the first k of each."""
         if self.only_whole:
             sig = {n: v for n, v in sig.items() if n != "prompt_tokens_recent"}
         inp = Inputs("slo", 0.0, self.d.window, (), {}, sig, self.base.all())
-        for rule in RULES:
-            if rule.cause in WATCHED and rule.cause not in self.first and apply(rule, inp)[0]:
-                self.first[rule.cause] = k
+        held = frozenset(r.cause for r in RULES if r.cause in WATCHED and apply(r, inp)[0])
+        self.held[k] = held
+        for cause in held:
+            self.first.setdefault(cause, k)
+
+    def named(self, breach: int, now: int) -> str | None:
+        """Return the cause published at evaluation `now` ≥ the breach: its rows held at 2 of the last 3.
+
+        Both watched causes' rows are state rows, counted breach or not (confirm.Confirmer, engine.holding), in
+        RULES precedence; the stage a verdict also needs is not modelled here.
+        """
+        recent = [self.held.get(now - i, frozenset()) for i in range(3)]
+        for cause in dict.fromkeys(r.cause for r in RULES):
+            if cause in recent[0] and sum(cause in h for h in recent) >= 2:
+                return cause
+        return None
+
+
+@dataclass
+class Run:
+    first: dict[str, int] = field(default_factory=dict)  # per watched cause, its rows' first evaluation after the fault
+    breach: int | None = None  # the first evaluation after the fault whose probe p95 missed an objective
+    named: tuple[str, int] | None = None  # the first cause published at or after the breach, and when
 
 
 def one_run(seed: int, rps: float, fault: str | None, warmup: float, observe: int, d: Defaults,
-            only_whole: bool) -> dict[str, int]:
-    """Return, per watched cause, the first evaluation after the fault (or warm-up) at which one of its rows held."""
+            only_whole: bool, limits: tuple[float, float] | None = None) -> Run:
+    """Return one run: the watched causes' first evidence after the fault and, with `limits`, breach and verdict.
+
+    `limits`: the SLO's p95 TTFT and TPOT objectives (probes run and the breach is timed); without them no probe
+    runs, and baselines learn until the fault as if it had breached at once.
+    """
     sim = VirtualServer(seed, background_rps=rps)
     scraper = Scraper(sim)
     server, series = ServerWindows(), Series(horizon=d.hold + d.window)
-    probes = ProbeLoad(horizon=2 * d.window)  # no probes: every request is a user's
-    judge = Judge(d, only_whole)
+    probes = Probes(sim, seed, d.probe) if limits is not None else None
+    load = probes.load if probes is not None else ProbeLoad(horizon=2 * d.window)  # no probes: all are users'
+    judge, run = Judge(d, only_whole), Run()
     next_eval, t, end = d.evaluation, 0.0, warmup + observe * d.evaluation
-    while t < end and (fault is None or FAULTS[fault][0] not in judge.first):
+    while t < end:
         t += d.scrape
+        if probes is not None:
+            probes.submit_until(t)
         if fault is not None and t - d.scrape < warmup <= t:
             sim.run_until(warmup)
             FAULTS[fault][1](sim)
         sim.run_until(t)
+        if probes is not None:
+            probes.collect(t)
         server.add(scraper.view(t))
         while next_eval <= t:
-            record_engine(series, server, "t")
-            learned = judge.base.all()
-            users, over = learned.get("user_request_rate"), judge.base.span("user_request_rate")
-            sig = engine_signals(series, server, "t", d.window, d.hold, next_eval, probes,
-                                 None if users is None or over is None else (users, over + d.window))
-            if next_eval <= warmup:
-                judge.base.record(next_eval, {n: v for n, v in sig.items() if n not in UNLEARNED})
-            else:
-                judge.evaluate(sig, round((next_eval - warmup) / d.evaluation))
+            _evaluate(judge, run, (series, server, load), probes, limits, d, (next_eval, warmup))
             next_eval += d.evaluation
-    return judge.first
+        if fault is not None and FAULTS[fault][0] in judge.first and (limits is None or run.named is not None):
+            break
+    run.first = judge.first
+    return run
+
+
+def _evaluate(judge: Judge, run: Run, state: tuple[Series, ServerWindows, ProbeLoad], probes: Probes | None,
+              limits: tuple[float, float] | None, d: Defaults, at: tuple[float, float]) -> None:
+    (series, server, load), (now, warmup) = state, at
+    record_engine(series, server, "t")
+    learned = judge.base.all()
+    users, over = learned.get("user_request_rate"), judge.base.span("user_request_rate")
+    sig = engine_signals(series, server, "t", d.window, d.hold, now, load,
+                         None if users is None or over is None else (users, over + d.window))
+    p95 = probes.p95(d.slo_window, now) if probes is not None else None
+    k = round((now - warmup) / d.evaluation)
+    if k > 0 and run.breach is None and limits is not None and p95 is not None and \
+            (p95[0] > limits[0] or p95[1] > limits[1]):
+        run.breach = k
+    if now <= warmup or (limits is not None and run.breach is None):
+        judge.base.record(now, {n: v for n, v in sig.items() if n not in UNLEARNED})
+    if now > warmup:
+        judge.evaluate(sig, k)
+        if run.breach is not None and run.named is None and (cause := judge.named(run.breach, k)) is not None:
+            run.named = cause, k
+
+
+def objectives(seed: int, rps: float, warmup: float, d: Defaults, headroom: float) -> tuple[float, float]:
+    """Return `headroom` × the largest 5-min probe p95 TTFT and TPOT of the seed's healthy warm-up.
+
+    An SLO set just above what the healthy engine reaches: the hardest for lag, as a fault breaches it early.
+    """
+    sim = VirtualServer(seed, background_rps=rps)
+    probes, worst, t = Probes(sim, seed, d.probe), (0.0, 0.0), 0.0
+    while t < warmup:
+        t += d.evaluation
+        probes.submit_until(t)
+        sim.run_until(t)
+        probes.collect(t)
+        p95 = probes.p95(d.slo_window, t) if t >= d.slo_window else None
+        if p95 is not None:
+            worst = (max(worst[0], p95[0]), max(worst[1], p95[1]))
+    return headroom * worst[0], headroom * worst[1]
 
 
 def _lags(found: Sequence[int | None], observe: int) -> str:
@@ -163,6 +276,48 @@ def _share(k: int, n: int) -> str:
     return f"{k}/{n} [{100 * lo:.0f}, {100 * hi:.0f}]%"
 
 
+def _evidence(rps: float, args: argparse.Namespace, d: Defaults) -> list[str]:
+    lines = []
+    for fault, (cause, _) in FAULTS.items():
+        runs = [one_run(s, rps, fault, args.warmup, args.observe, d, args.only_whole).first for s in range(args.seeds)]
+        got = [r.get(cause) for r in runs]
+        # another watched cause's evidence before (or without) the fault's own: the verdict could go there
+        other = sum(any(c != cause and k < r.get(cause, args.observe + 1) for c, k in r.items()) for r in runs)
+        lines.append(f"  {fault:13s} evaluations fault → {cause} evidence: {_lags(got, args.observe)}; "
+                     f"another cause's first: {other}/{len(runs)}")
+    healthy = [one_run(10_000 + s, rps, None, args.warmup, args.observe, d, args.only_whole).first
+               for s in range(args.seeds)]
+    per = ", ".join(f"{c} {_share(sum(c in h for h in healthy), len(healthy))}" for c in WATCHED)
+    lines.append(f"  healthy runs whose evidence held within {args.observe} evaluations: {per}")
+    return lines
+
+
+def _timed(rps: float, args: argparse.Namespace, d: Defaults, fault: str | None, seed: int) -> Run:
+    limits = objectives(seed, rps, args.warmup, d, args.headroom)
+    return one_run(seed, rps, fault, args.warmup, args.observe, d, args.only_whole, limits)
+
+
+def _breaches(rps: float, args: argparse.Namespace, d: Defaults) -> list[str]:
+    lines = []
+    for fault, (cause, _) in FAULTS.items():
+        runs = [_timed(rps, args, d, fault, s) for s in range(args.seeds)]
+        timed = [r for r in runs if r.breach is not None]
+        named = [r for r in timed if r.named is not None]
+        right = [r for r in named if r.named is not None and r.named[0] == cause]
+        lags = [r.named[1] - (r.breach or 0) for r in right if r.named is not None]
+        within = sum(x <= 2 for x in lags)
+        wrong = ", ".join(sorted({r.named[0] for r in named if r.named is not None and r.named[0] != cause}))
+        lines.append(f"  {fault:13s} breached {len(timed)}/{len(runs)} (fault → breach: "
+                     f"{_lags([r.breach for r in timed], args.observe)}); first cause named right "
+                     f"{_share(len(right), len(named)) if named else '0/0'}{f' (else {wrong})' if wrong else ''}; "
+                     f"verdict − breach: {_lags(list(lags), args.observe)}, within two {within}/{len(lags)}")
+    healthy = [_timed(rps, args, d, None, 10_000 + s) for s in range(args.seeds)]
+    false = sum(r.named is not None for r in healthy)
+    lines.append(f"  healthy runs: breached {sum(r.breach is not None for r in healthy)}/{len(healthy)}, "
+                 f"a cause named {_share(false, len(healthy))}")
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=30)
@@ -170,25 +325,21 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=1800.0)
     ap.add_argument("--observe", type=int, default=40, help="evaluations watched after the fault / warm-up")
     ap.add_argument("--only-whole", action="store_true", help="long_prompts without prompt_tokens_recent")
+    ap.add_argument("--headroom", type=float, default=1.25,
+                    help="SLO objectives: this × the largest healthy 5-min probe p95 of the seed's warm-up")
+    ap.add_argument("--evidence-only", action="store_true", help="skip the timed runs (probes, breach, verdict)")
     args = ap.parse_args()
     d = defaults()
     print(f"window {d.window:g}s, evaluation {d.evaluation:g}s, scrapes {d.scrape:g}s, baseline {d.baseline:g}s, "
-          f"fault after {args.warmup:g}s, {args.seeds} seeds per rate and arm"
+          f"probes every {d.probe:g}s, SLO window {d.slo_window:g}s, fault after {args.warmup:g}s, "
+          f"{args.seeds} seeds per rate and arm"
           + (", long_prompts on the whole window's mean only" if args.only_whole else ""))
     for rps in args.rates:
         t0 = time.monotonic()
-        lines = []
-        for fault, (cause, _) in FAULTS.items():
-            runs = [one_run(s, rps, fault, args.warmup, args.observe, d, args.only_whole) for s in range(args.seeds)]
-            got = [r.get(cause) for r in runs]
-            # another watched cause's evidence before (or without) the fault's own: the verdict could go there
-            other = sum(any(c != cause and k < r.get(cause, args.observe + 1) for c, k in r.items()) for r in runs)
-            lines.append(f"  {fault:13s} evaluations fault → {cause} evidence: {_lags(got, args.observe)}; "
-                         f"another cause's first: {other}/{len(runs)}")
-        healthy = [one_run(10_000 + s, rps, None, args.warmup, args.observe, d, args.only_whole)
-                   for s in range(args.seeds)]
-        per = ", ".join(f"{c} {_share(sum(c in h for h in healthy), len(healthy))}" for c in WATCHED)
-        lines.append(f"  healthy runs whose evidence held within {args.observe} evaluations: {per}")
+        lines = ["  evidence (no probes; baselines learn until the fault):", *_evidence(rps, args, d)]
+        if not args.evidence_only:
+            lines += [f"  timed (probes; objectives {args.headroom:g}× the healthy p95; baselines learn until the "
+                      f"breach; published at 2 of 3):", *_breaches(rps, args, d)]
         print(f"users {rps:g}/s ({time.monotonic() - t0:.0f}s):", *lines, sep="\n")
 
 
