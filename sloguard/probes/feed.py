@@ -29,6 +29,7 @@ class ProbeFeed:
         self.worker = ProbeWorker(self.jobs)
         self.restarts = 0
         self._restarted_at = 0.0
+        self.reached: list[ProbeResult] = []  # the last drain's requests that reached the engine
 
     def start(self) -> None:
         """Spawn the probe process."""
@@ -51,6 +52,8 @@ class ProbeFeed:
         so they reach no SLO window, trace join or store.
         """
         results = self.worker.drain()
+        # what reached the engine, abort checks included: the diagnosis takes their prefills out of the users'
+        self.reached = [r for r in results if r.check_kind != "oversized_prompt"]
         if supervise:
             self._supervise()
         self.metrics.set_overhead(self.worker.overhead_seconds, self.worker.stall_seconds)
