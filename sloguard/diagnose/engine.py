@@ -46,13 +46,18 @@ CONTEXT = ("requests_waiting", "kv_cache_usage_ratio", "preemptions_per_second")
 def _compare(c: Condition, value: float, baseline: float | None) -> tuple[bool, str]:
     ok = {">=": value >= c.threshold, "<=": value <= c.threshold, ">": value > c.threshold,
           "<": value < c.threshold}[c.op]
-    text = f"{c.op} {c.threshold:g}"
-    if c.vs_baseline is not None:
+    text = f"{c.op} {c.threshold:g}" if math.isfinite(c.threshold) else ""
+    if c.vs_baseline is None:
+        return ok, text
+    if c.op in ("<", "<="):  # "has not risen to factor × its baseline": no baseline cannot show that it rose
         if baseline is None:
-            return False, f"{text}; baseline not learned yet"
-        ok = ok and (value >= c.vs_baseline * baseline if baseline > 0 else True)
-        text += f" and ≥ {c.vs_baseline:g}× baseline {baseline:.3g}"
-    return ok, text
+            return ok, f"{text}; baseline not learned yet, not shown to have risen".lstrip("; ")
+        return ok and value < c.vs_baseline * baseline, \
+            f"{text} and < {c.vs_baseline:g}× baseline {baseline:.3g}".removeprefix(" and ")
+    if baseline is None:
+        return False, f"{text}; baseline not learned yet"
+    ok = ok and (value >= c.vs_baseline * baseline if baseline > 0 else True)
+    return ok, text + f" and ≥ {c.vs_baseline:g}× baseline {baseline:.3g}"
 
 
 def check(c: Condition, inp: Inputs) -> Evidence:

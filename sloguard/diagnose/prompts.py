@@ -3,8 +3,8 @@
 The engine counts prompt tokens and first tokens as each request's prefill ends, the probes' too; sloguard's
 own prefills (each result's prompt tokens at its first token) are taken out, so the means are the users'.
 A shift to longer prompts is plainest over the span it has filled: `prompt_tokens_recent` is the largest mean
-over the window's last eighth, quarter, half or whole that holds enough of the users' prefills to be no burst
-(MIN_SPAN_PREFILLS). Measured at the daemon's defaults (300 s window, 15 s evaluations and scrapes;
+over the window's last sixteenth, eighth, quarter, half or whole that holds enough of the users' prefills to be
+no burst (MIN_SPAN_PREFILLS). Measured at the daemon's defaults (300 s window, 15 s evaluations and scrapes;
 benchmarks/diagnosis_defaults.py: virtual time, the simulator's engine, prompts x4, 30 seeds per rate): the
 long_prompts rows held a median 3 evaluations after the shift at 0.5, 2 and 5 users/s, where on the whole
 window's mean (its 2x with the finish-observed p90, or 3x) they took 8, 8 and 10; no healthy run held them. At 1
@@ -30,7 +30,7 @@ MIN_USER_PREFILLS = 5  # the users' prefills the whole window needs for their me
 # user/s) a few long prefills made the mean flicker from 1x to 4x its baseline (benchmark traces); with 10 the
 # lognormal replay reached 3x in 11% of healthy runs, with 20 in 1.7%.
 MIN_SPAN_PREFILLS = 20
-RECENT_SPANS = (0.125, 0.25, 0.5)
+RECENT_SPANS = (0.0625, 0.125, 0.25, 0.5)
 
 
 def _users_mean(prompts: tuple[float, float], first: float, probes: ProbeLoad | None, target: str, now: float,

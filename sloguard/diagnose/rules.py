@@ -18,12 +18,12 @@ Signals (sloguard.diagnose.signals; all over the diagnosis window unless said):
   reads full, where the mean lags), preemptions_per_second, request_rate (requests arriving per second:
   finished plus the growth of running and waiting), user_request_rate (the same less sloguard's own probes),
   arrival_surge_z (the users' arrivals over the last quarter, half or whole window above their healthy rate, in
-  Poisson sds), prompt_tokens_per_request (prompt tokens ÷ first tokens, sloguard's probes' prefills taken out:
-  the users' prompts prefilled, not those finishing), prompt_tokens_recent (the largest such mean over the
-  window's last eighth, quarter, half or whole that holds 20 of the users' prefills) and prompt_tokens_p90 (from
-  the engine's prompt-length histogram over the window, where it has one: both must rise, so neither a burst
-  of a few long prompts (the mean only) nor fewer short requests finishing (the p90 at a mass boundary of the
-  mix) reads as longer prompts), prefix_cache_hit_ratio,
+  Poisson sds), prompt_tokens_per_request (prompt tokens ÷ first tokens, sloguard's probes' prefills taken out: the
+  users' prompts prefilled, not those finishing), prompt_tokens_recent (the largest such mean over the window's last
+  sixteenth, eighth, quarter, half or whole that holds 20 of the users' prefills) and prompt_tokens_p90 (from the
+  engine's prompt-length histogram over the window, where it has one: both must rise, so neither a burst of a few
+  long prompts (the mean only) nor fewer short requests finishing (the p90 at a mass boundary of the mix) reads as
+  longer prompts), prefix_cache_hit_ratio,
   engine_restarts / cold_starts (within diagnose.restart_hold), serving_cpu_cores (busiest serving process
   of the target, CPU seconds per second), gpu_throttle_reasons (active clock-event reasons that slow a busy
   GPU), gpu_sm_clock_ratio (SM clock / max, lowest GPU), gpu_health_problems (sick-GPU reasons that hold),
@@ -32,6 +32,7 @@ Signals (sloguard.diagnose.signals; all over the diagnosis window unless said):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -42,7 +43,11 @@ Op = Literal[">=", "<=", ">", "<"]
 
 @dataclass(frozen=True, slots=True)
 class Condition:
-    """`signal op threshold`, and (vs_baseline) value ≥ vs_baseline × its healthy baseline."""
+    """`signal op threshold`, and (vs_baseline) value ≥ vs_baseline × its healthy baseline (op < or <=: below it).
+
+    A threshold of inf with op < asks only "has not risen to vs_baseline × its baseline"; with no baseline learned
+    yet such a condition holds (nothing shows the signal rose).
+    """
 
     signal: str
     op: Op
@@ -70,6 +75,11 @@ class CauseRule:
 ALL = frozenset({"network", "queue", "prefill", "decode"})
 ENGINE = frozenset({"queue", "prefill", "decode"})
 C = Condition
+# capacity's queue and batch are not the prompts' doing: the users' recent prompts have not doubled. A shift to
+# longer prompts queues requests before its mean reaches long_prompts' 3x (benchmarks/diagnosis_defaults.py, 5
+# users/s, prompts x4: requests waiting 1 evaluation after the shift, the recent mean 3x after 3; the verdict read
+# capacity first in 6 of 6 runs); while the prompts grow the verdict reads unknown until long_prompts holds.
+PROMPTS_SAME = C("prompt_tokens_recent", "<", math.inf, vs_baseline=2.0, optional=True)
 
 RULES: tuple[CauseRule, ...] = (
     CauseRule("engine_restart", ALL, any_of=(C("engine_restarts", ">=", 1), C("cold_starts", ">=", 1, optional=True)),
@@ -147,7 +157,7 @@ RULES: tuple[CauseRule, ...] = (
     # arrival_surge_z (the users' arrivals over the last quarter, half or whole window, in Poisson sds over their
     # healthy rate) sees a surge within seconds, where the engine's total over the window (probes included)
     # reaches 1.5x only once the surge has filled most of the window.
-    CauseRule("capacity", frozenset({"queue", "decode"}),
+    CauseRule("capacity", frozenset({"queue", "decode"}), needs=(PROMPTS_SAME,),
               any_of=(C("requests_waiting", ">=", 1.0, vs_baseline=2.0), C("request_rate", ">", 0.0, vs_baseline=1.5),
                       C("arrival_surge_z", ">=", 4.0, optional=True)),
               state=True,
@@ -163,7 +173,7 @@ RULES: tuple[CauseRule, ...] = (
     # 1.2x is 2.7 sd of the users' Poisson noise, and a long-prompts run whose total read 1.24x was named
     # capacity (benchmark trace).
     CauseRule("capacity", ENGINE,
-              needs=(C("requests_running", ">=", 2.0, vs_baseline=2.5), C("arrival_surge_z", ">=", 3.0)),
+              needs=(C("requests_running", ">=", 2.0, vs_baseline=2.5), C("arrival_surge_z", ">=", 3.0), PROMPTS_SAME),
               state=True,
               lever="add replicas or lower max concurrency",
               detail="more load than the engine serves at its usual speed: the batch grew far more than the "
@@ -200,8 +210,10 @@ SIGNAL_TEXT: dict[str, tuple[str, str]] = {
 
 
 def _condition(c: Condition) -> str:
-    base = f" and ≥ {c.vs_baseline:g}× its baseline" if c.vs_baseline is not None else ""
-    return f"`{c.signal}` {c.op} {c.threshold:g}{base}" + (" (where available)" if c.optional else "")
+    below = c.op in ("<", "<=")
+    base = f"{'<' if below else '≥'} {c.vs_baseline:g}× its baseline" if c.vs_baseline is not None else ""
+    plain = f"{c.op} {c.threshold:g}" if math.isfinite(c.threshold) else ""
+    return f"`{c.signal}` {' and '.join(x for x in (plain, base) if x)}" + (" (where available)" if c.optional else "")
 
 
 def markdown() -> str:

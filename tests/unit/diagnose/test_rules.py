@@ -63,6 +63,15 @@ NET = {"ttft": 2.4, "network": 2.2}
 CASES = [
     ("healthy", _inputs(breaches=()), "none", "none"),
     ("capacity: deep queue", _inputs(stages=QUEUED, signals={"requests_waiting": 41.0}), "queue", "capacity"),
+    # a queue while the users' recent prompts doubled is the prompts' doing, not yet long_prompts' 3x: unknown
+    ("a queue behind prompts that doubled is no capacity", _inputs(stages=QUEUED, signals={
+        "requests_waiting": 41.0, "prompt_tokens_recent": 850.0}), "queue", "unknown"),
+    ("capacity: prompts 1.9x do not block it", _inputs(stages=QUEUED, signals={
+        "requests_waiting": 41.0, "prompt_tokens_recent": 800.0}), "queue", "capacity"),
+    ("capacity: an engine without prompt counters", _inputs(stages=QUEUED, signals={"requests_waiting": 41.0},
+                                                             drop=("prompt_tokens_recent",)), "queue", "capacity"),
+    ("capacity: batch grown, prompts doubled", _inputs((TPOT,), SLOW_DECODE, {
+        "requests_running": 10.0, "arrival_surge_z": 3.5, "prompt_tokens_recent": 900.0}), "decode", "unknown"),
     ("capacity: more requests, bigger batches", _inputs((TPOT,), SLOW_DECODE, {"request_rate": 6.0}), "decode",
      "capacity"),
     ("capacity: the batch grew far more than the arrivals", _inputs((TPOT,), SLOW_DECODE, {
@@ -403,6 +412,17 @@ def test_confirmation_counts_evidence_without_a_breach(case: str, steps: list[tu
         last = c.publish([_v(x) for x in cands], last, evidence)
         got.append(last.cause)
     assert got == published
+
+
+def test_prompts_not_risen_holds_without_a_prompt_baseline() -> None:
+    """"Has not risen" cannot be refuted before the prompt baseline is learned: a surge is still capacity."""
+    inp = _inputs(stages=QUEUED, signals={"requests_waiting": 41.0, "prompt_tokens_recent": 5000.0})
+    young = dataclasses.replace(inp, baselines={k: v for k, v in inp.baselines.items() if k != "prompt_tokens_recent"})
+    verdict = decide(young)
+    assert verdict.cause == "capacity"
+    guard = next(e for e in verdict.evidence if e.signal == "prompt_tokens_recent")
+    assert guard.holds and "not shown to have risen" in guard.compared
+    assert decide(inp).cause == "long_prompts"  # 5000 is 12x its baseline of 420
 
 
 def test_evidence_holds_without_a_breach() -> None:
