@@ -80,7 +80,10 @@ def arrivals(series: Series, server: ServerLike, target: str, finished: Collecti
     # Counters and gauges between the same two scrapes: the gauges are remembered once per evaluation, so their
     # window could start a scrape before the counters' and a batch growing 1 request/s read as arrivals (traces:
     # over 5 s, user arrivals 6 sd over their rate while long prompts jammed the engine and no more arrived).
-    ends = series.ends(f"{target}/requests_running", window, now)
+    # ... and from the newest of them back: a span reaching back from `now` could start a scrape later, when the
+    # evaluation came late in a scrape interval, and fall under FULL (a quarter that is no whole number of them).
+    newest = series.ends(f"{target}/requests_running", window, now)
+    ends = series.ends(f"{target}/requests_running", window, newest[1]) if newest is not None else None
     if ends is not None:
         window, now = ends[1] - ends[0], ends[1]
     done = server.increase(target, finished, window, now) if finished else None

@@ -4,11 +4,17 @@ The engine counts prompt tokens and first tokens as each request's prefill ends,
 own prefills (each result's prompt tokens at its first token) are taken out, so the means are the users'.
 A shift to longer prompts is plainest over the span it has filled: `prompt_tokens_recent` is the largest mean
 over the window's last sixteenth, eighth, quarter, half or whole that holds enough of the users' prefills to be
-no burst (MIN_SPAN_PREFILLS). Measured at the daemon's defaults (300 s window, 15 s evaluations and scrapes;
-benchmarks/diagnosis_defaults.py: virtual time, the simulator's engine, prompts x4, 30 seeds per rate): the
-long_prompts rows held a median 3 evaluations after the shift at 0.5, 2 and 5 users/s, where on the whole
-window's mean (its 2x with the finish-observed p90, or 3x) they took 8, 8 and 10; no healthy run held them. At 1
-user/s over a 20 s window (the diagnosis benchmark) the shorter spans seldom count: as before.
+no burst (MIN_SPAN_PREFILLS). Every span ends at the target's newest scrape, not at the evaluation's `now`: a
+counter's span starts at the last scrape at or before its start, so a span anchored at `now` covered a scrape
+interval less whenever the evaluation came late in one, and a span that is no whole number of scrape intervals
+then fell under FULL and went missing (at the defaults' 15 s scrapes the sixteenth, 18.75 s, read 15 s at 3 of 4
+phases of the evaluations against the scrapes, the eighth 30 s at half of them); from the newest scrape the
+sixteenth reads the last 30 s and the eighth 45 s at every phase. Measured at the daemon's defaults (300 s
+window, 15 s evaluations and scrapes; benchmarks/diagnosis_defaults.py: virtual time, the simulator's engine,
+prompts x4, 30 seeds per rate): the long_prompts rows held a median 3, 2 and 2 evaluations after the shift at
+0.5, 2 and 5 users/s, where on the whole window's mean (its 2x with the finish-observed p90, or 3x) they took 8,
+8 and 10; no healthy run held them. At 1 user/s over a 20 s window (the diagnosis benchmark) the shorter spans
+seldom count: as before.
 Pure and clock-free: `now` comes from the caller.
 """
 
@@ -69,6 +75,12 @@ def _finished_prompts(series: Series, server: ServerLike, target: str, finished:
     return {"prompt_tokens_per_request": prompts[0] / started} if started > 0 else {}
 
 
+def newest_scrape(server: ServerLike, target: str, now: float) -> float:
+    """Return the time of the target's newest scrape at or before `now` (else `now`): where its spans end."""
+    view = server.latest(target)
+    return view.ts if view is not None and view.ts <= now else now
+
+
 def recent(server: ServerLike, target: str, window: float, now: float, probes: ProbeLoad | None,
            whole: float) -> float:
     """Return prompt_tokens_recent: the largest users' mean over the window and its recent spans that count."""
@@ -94,6 +106,7 @@ def prompt_length(series: Series, server: ServerLike, target: str, names: Collec
     prompt tokens ÷ requests started.
     """
     out: dict[str, float] = {}
+    now = newest_scrape(server, target, now)
     prompts = server.increase(target, ("prompt_tokens",), window, now)
     if prompts is not None and prompts[1] < FULL * window:
         return out  # a partial window (just started): its few requests would become the baseline
