@@ -191,11 +191,13 @@ class Run:
 
 
 def one_run(seed: int, rps: float, fault: str | None, warmup: float, observe: int, d: Defaults,
-            only_whole: bool, limits: tuple[float, float] | None = None) -> Run:
+            only_whole: bool, limits: tuple[float, float] | None = None, phase: float = 0.0) -> Run:
     """Return one run: the watched causes' first evidence after the fault and, with `limits`, breach and verdict.
 
     `limits`: the SLO's p95 TTFT and TPOT objectives (probes run and the breach is timed); without them no probe
-    runs, and baselines learn until the fault as if it had breached at once.
+    runs, and baselines learn until the fault as if it had breached at once. `phase`: how long after a scrape
+    each evaluation comes (the daemon's evaluation timer and a target's scrape timer run apart; 0: together,
+    the scrape first).
     """
     sim = VirtualServer(seed, background_rps=rps)
     scraper = Scraper(sim)
@@ -203,20 +205,22 @@ def one_run(seed: int, rps: float, fault: str | None, warmup: float, observe: in
     probes = Probes(sim, seed, d.probe) if limits is not None else None
     load = probes.load if probes is not None else ProbeLoad(horizon=2 * d.window)  # no probes: all are users'
     judge, run = Judge(d, only_whole), Run()
-    next_eval, t, end = d.evaluation, 0.0, warmup + observe * d.evaluation
-    while t < end:
-        t += d.scrape
+    next_scrape, next_eval, end, faulted = d.scrape, d.evaluation + phase, warmup + observe * d.evaluation, False
+    while (t := min(next_scrape, next_eval)) <= end:
         if probes is not None:
             probes.submit_until(t)
-        if fault is not None and t - d.scrape < warmup <= t:
+        if fault is not None and not faulted and warmup <= t:
             sim.run_until(warmup)
             FAULTS[fault][1](sim)
+            faulted = True
         sim.run_until(t)
         if probes is not None:
             probes.collect(t)
-        server.add(scraper.view(t))
-        while next_eval <= t:
-            _evaluate(judge, run, (series, server, load), probes, limits, d, (next_eval, warmup))
+        if t == next_scrape:
+            server.add(scraper.view(t))
+            next_scrape += d.scrape
+        if t == next_eval:
+            _evaluate(judge, run, (series, server, load), probes, limits, d, (t, warmup))
             next_eval += d.evaluation
         if fault is not None and FAULTS[fault][0] in judge.first and (limits is None or run.named is not None):
             break
@@ -233,7 +237,7 @@ def _evaluate(judge: Judge, run: Run, state: tuple[Series, ServerWindows, ProbeL
     sig = engine_signals(series, server, "t", d.window, d.hold, now, load,
                          None if users is None or over is None else (users, over + d.window))
     p95 = probes.p95(d.slo_window, now) if probes is not None else None
-    k = round((now - warmup) / d.evaluation)
+    k = math.ceil((now - warmup) / d.evaluation - 1e-9)  # the first evaluation after the fault is 1
     if k > 0 and run.breach is None and limits is not None and p95 is not None and \
             (p95[0] > limits[0] or p95[1] > limits[1]):
         run.breach = k
@@ -279,13 +283,15 @@ def _share(k: int, n: int) -> str:
 def _evidence(rps: float, args: argparse.Namespace, d: Defaults) -> list[str]:
     lines = []
     for fault, (cause, _) in FAULTS.items():
-        runs = [one_run(s, rps, fault, args.warmup, args.observe, d, args.only_whole).first for s in range(args.seeds)]
+        runs = [one_run(s, rps, fault, args.warmup, args.observe, d, args.only_whole, phase=_phase(args, d, s)).first
+                for s in range(args.seeds)]
         got = [r.get(cause) for r in runs]
         # another watched cause's evidence before (or without) the fault's own: the verdict could go there
         other = sum(any(c != cause and k < r.get(cause, args.observe + 1) for c, k in r.items()) for r in runs)
         lines.append(f"  {fault:13s} evaluations fault → {cause} evidence: {_lags(got, args.observe)}; "
                      f"another cause's first: {other}/{len(runs)}")
-    healthy = [one_run(10_000 + s, rps, None, args.warmup, args.observe, d, args.only_whole).first
+    healthy = [one_run(10_000 + s, rps, None, args.warmup, args.observe, d, args.only_whole,
+                       phase=_phase(args, d, 10_000 + s)).first
                for s in range(args.seeds)]
     per = ", ".join(f"{c} {_share(sum(c in h for h in healthy), len(healthy))}" for c in WATCHED)
     lines.append(f"  healthy runs whose evidence held within {args.observe} evaluations: {per}")
@@ -294,7 +300,12 @@ def _evidence(rps: float, args: argparse.Namespace, d: Defaults) -> list[str]:
 
 def _timed(rps: float, args: argparse.Namespace, d: Defaults, fault: str | None, seed: int) -> Run:
     limits = objectives(seed, rps, args.warmup, d, args.headroom)
-    return one_run(seed, rps, fault, args.warmup, args.observe, d, args.only_whole, limits)
+    return one_run(seed, rps, fault, args.warmup, args.observe, d, args.only_whole, limits, _phase(args, d, seed))
+
+
+def _phase(args: argparse.Namespace, d: Defaults, seed: int) -> float:
+    """Return --phase, or the seed's own: uniform over a scrape interval (the daemon's timers run apart)."""
+    return float(args.phase) if args.phase is not None else random.Random(f"{seed}/phase").uniform(0.0, d.scrape)
 
 
 def _breaches(rps: float, args: argparse.Namespace, d: Defaults) -> list[str]:
@@ -327,13 +338,17 @@ def main() -> None:
     ap.add_argument("--only-whole", action="store_true", help="long_prompts without prompt_tokens_recent")
     ap.add_argument("--headroom", type=float, default=1.25,
                     help="SLO objectives: this × the largest healthy 5-min probe p95 of the seed's warm-up")
+    ap.add_argument("--phase", type=float, default=None, help="seconds from a scrape to the evaluation after it "
+                    "(default: each seed draws its own over a scrape interval)")
     ap.add_argument("--evidence-only", action="store_true", help="skip the timed runs (probes, breach, verdict)")
     args = ap.parse_args()
     d = defaults()
     print(f"window {d.window:g}s, evaluation {d.evaluation:g}s, scrapes {d.scrape:g}s, baseline {d.baseline:g}s, "
           f"probes every {d.probe:g}s, SLO window {d.slo_window:g}s, fault after {args.warmup:g}s, "
           f"{args.seeds} seeds per rate and arm"
-          + (", long_prompts on the whole window's mean only" if args.only_whole else ""))
+          + (", long_prompts on the whole window's mean only" if args.only_whole else "")
+          + (f", evaluations {args.phase:g}s after a scrape" if args.phase is not None
+             else ", evaluations at each seed's own phase after the scrapes"))
     for rps in args.rates:
         t0 = time.monotonic()
         lines = ["  evidence (no probes; baselines learn until the fault):", *_evidence(rps, args, d)]
