@@ -23,19 +23,15 @@ Run: .venv/bin/python benchmarks/diagnosis.py [--seeds 5] [--healthy 10] [--para
      Wilson interval; .venv/bin/python benchmarks/diagnosis.py --pool A.json B.json pools --trace files
      .venv/bin/python benchmarks/diagnosis.py --cost   (the diagnosis step's own cost per evaluation, ~1 min)
 
-Measured (the rules of the commit whose prompt mean is the users' own; README "Diagnosis" has the per-fault detail),
-~1415 s each, load average 0.4-1.0: default seeds: right cause 33/35 (a CPU burn never breached; a long-prompts run
-breached through its whole warm-up and never learned a prompt baseline), no false cause 10/10 healthy, verdict −
-breach of the explained objective median +0, 28/31 within 2 (max +45). --seed-base 1000: 34/35, 10/10, 26/30 within
-2 (max +12). --seed-base 2000: 34/35, 10/10, 29/32 within 2 (max +14). Pooled (--pool, three traces): 101/105 right,
-30/30 healthy, 83/93 within 2 (the rules before, same seeds: 102/105, 29/30, 83/97). KV shrink, GPU throttle and
-restarts +0 (restarts +1 or +2 in two runs) in every timed run. Late verdicts left: long_prompts (the users' mean
-prompt of ~20 requests per window fills slowly while long prefills jam the engine) and load surges at 1 user
-request/s (5-15 s of arrivals before a 3x surge stands out); with the 40 s warm-up the prompt baseline appears
-about at injection (two long-prompts runs that breached before it got no long_prompts). With prompt_tokens_recent
-(nearly inert at this window: its shorter spans seldom hold 20 users' prefills): 33/35, 10/10, 26/33 within 2 (max
-+44); 35/35, 10/10, 26/29 (max +10); 35/35, 10/10, 31/33 (max +12); pooled 103/105, 30/30, 83/95. The daemon's
-defaults (300 s window, 15 s evaluations) are replayed in virtual time by benchmarks/diagnosis_defaults.py.
+Measured (commit 4e91663, 2026-11-28, ~1,650 s a seed set, load average 0.1-1.3; README "Diagnosis" has the per-fault
+detail, docs/diagnosis-history.md the runs before): default seeds 35/35 right, 10/10 healthy, verdict − breach of the
+explained objective within 2 in 27/30 timed runs (median +0, max +8); --seed-base 1000: 35/35, 10/10, 29/33 (max
++35: a load surge's TPOT blinked over its objective at one evaluation 12 s after the fault and missed for good 21 s
+later; see README); --seed-base 2000:
+@@P2000@@. Late verdicts left: long_prompts at 1 user request/s (the users' mean prompt of ~20 requests per window
+fills slowly while long prefills jam the engine) and load surges whose arrivals stand out of Poisson noise only after
+the SLO's probes breached. The daemon's defaults (300 s window, 15 s evaluations) are replayed in virtual time by
+benchmarks/diagnosis_defaults.py.
 """
 
 from __future__ import annotations
