@@ -27,6 +27,19 @@ MIN_EXPECTED = 1.0  # a Poisson sd of at least 1 request: from a near-zero basel
 FULL = 0.9  # a span's scrapes must cover this share of it
 
 
+def span_end(newest: float | None, now: float, window: float) -> float:
+    """Return where a target's spans end: its newest scrape, unless that is stale (else `now`).
+
+    A counter's span starts at the last scrape at or before its start, so a span reaching back from `now` covers
+    a scrape interval less when the evaluation comes late in one, and a span that is no whole number of scrape
+    intervals can fall under FULL. Ending at the newest scrape absorbs that phase; a scrape older than the share
+    of the window FULL leaves uncovered is a target that stopped answering, whose old data must not read as now.
+    """
+    if newest is None or newest > now or now - newest > (1.0 - FULL) * window:
+        return now
+    return newest
+
+
 class ProbeLoad:
     """Per target, sloguard's probe requests of the last `horizon` seconds: start times, and prefills with tokens."""
 
@@ -80,10 +93,7 @@ def arrivals(series: Series, server: ServerLike, target: str, finished: Collecti
     # Counters and gauges between the same two scrapes: the gauges are remembered once per evaluation, so their
     # window could start a scrape before the counters' and a batch growing 1 request/s read as arrivals (traces:
     # over 5 s, user arrivals 6 sd over their rate while long prompts jammed the engine and no more arrived).
-    # ... and from the newest of them back: a span reaching back from `now` could start a scrape later, when the
-    # evaluation came late in a scrape interval, and fall under FULL (a quarter that is no whole number of them).
-    newest = series.ends(f"{target}/requests_running", window, now)
-    ends = series.ends(f"{target}/requests_running", window, newest[1]) if newest is not None else None
+    ends = series.ends(f"{target}/requests_running", window, now)
     if ends is not None:
         window, now = ends[1] - ends[0], ends[1]
     done = server.increase(target, finished, window, now) if finished else None
@@ -120,6 +130,10 @@ def users(series: Series, server: ServerLike, target: str, finished: Collection[
     rate over them is biased (traces: users read 0-0.5/s for 10 s while 1/s arrived, and became a baseline).
     `baseline`: (the users' healthy rate, seconds it was learned over).
     """
+    # every span reaches back from the newest scrape (span_end): a quarter that is no whole number of scrape
+    # intervals (a 100 s window at 15 s scrapes) fell under FULL when the evaluation came late in one
+    newest = series.ends(f"{target}/requests_running", window, now)
+    now = span_end(newest[1] if newest is not None else None, now, window)
     spans = {f: got for f in SURGE_SPANS
              if (got := arrivals(series, server, target, finished, window * f, now, probes)) is not None
              and got[1] >= FULL * window * f}

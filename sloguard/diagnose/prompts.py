@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from sloguard.diagnose.arrivals import FULL, ProbeLoad
+from sloguard.diagnose.arrivals import FULL, ProbeLoad, span_end
 from sloguard.diagnose.history import Series
 from sloguard.windows import histo
 
@@ -75,12 +75,6 @@ def _finished_prompts(series: Series, server: ServerLike, target: str, finished:
     return {"prompt_tokens_per_request": prompts[0] / started} if started > 0 else {}
 
 
-def newest_scrape(server: ServerLike, target: str, now: float) -> float:
-    """Return the time of the target's newest scrape at or before `now` (else `now`): where its spans end."""
-    view = server.latest(target)
-    return view.ts if view is not None and view.ts <= now else now
-
-
 def recent(server: ServerLike, target: str, window: float, now: float, probes: ProbeLoad | None,
            whole: float) -> float:
     """Return prompt_tokens_recent: the largest users' mean over the window and its recent spans that count."""
@@ -106,7 +100,8 @@ def prompt_length(series: Series, server: ServerLike, target: str, names: Collec
     prompt tokens ÷ requests started.
     """
     out: dict[str, float] = {}
-    now = newest_scrape(server, target, now)
+    latest = server.latest(target)
+    now = span_end(latest.ts if latest is not None else None, now, window)
     prompts = server.increase(target, ("prompt_tokens",), window, now)
     if prompts is not None and prompts[1] < FULL * window:
         return out  # a partial window (just started): its few requests would become the baseline

@@ -137,14 +137,26 @@ def test_counters_and_gauges_between_the_same_two_scrapes() -> None:
 
 @pytest.mark.parametrize("late", [0.0, 5.0, 10.0, 14.9])
 def test_surge_spans_reach_back_from_the_newest_scrape_whatever_the_evaluations_phase(late: float) -> None:
-    """A 100 s window scraped every 15 s: its quarter (25 s) is no whole number of scrapes. 1 user/s, 4/s for the
-    last 30 s. From the newest scrape the quarter spans 30 s at every phase; from `now` it spanned 15 s (under FULL,
-    left out) once the evaluation came ≥ 10 s after the scrape, and the half's diluted 13.4 sd was the largest."""
+    """A 160 s window scraped every 15 s: its quarter (40 s) is no whole number of scrapes. 1 user/s, 4/s for the
+    last 30 s. From the newest scrape the quarter spans 45 s at every phase; from `now` it spanned 30 s (under FULL,
+    left out) once the evaluation came ≥ 10 s after the scrape, and the half's diluted 10.4 sd was the largest."""
     server, series, total = ServerWindows(), Series(horizon=600.0), 0.0
     for t in range(0, 301, 15):
         server.add(_view(float(t), total))
         record_engine(series, server, "t")
         total += 15.0 * (4.0 if t >= 270 else 1.0)
-    sig = engine_signals(series, server, "t", window=100.0, hold=60.0, now=300.0 + late, probes=ProbeLoad(40.0),
+    sig = engine_signals(series, server, "t", window=160.0, hold=60.0, now=300.0 + late, probes=ProbeLoad(40.0),
                          user_rate=EXACT)
-    assert sig["arrival_surge_z"] == pytest.approx((120.0 - 30.0) / math.sqrt(30.0))
+    assert sig["arrival_surge_z"] == pytest.approx((135.0 - 45.0) / math.sqrt(45.0))
+
+
+def test_no_users_rate_from_a_target_whose_scrapes_stopped() -> None:
+    """The newest scrape 100 s old in a 300 s window: a stopped target's old arrivals do not read as now."""
+    server, series, total = ServerWindows(), Series(horizon=900.0), 0.0
+    for t in range(0, 601, 15):
+        server.add(_view(float(t), total))
+        record_engine(series, server, "t")
+        total += 15.0
+    sig = engine_signals(series, server, "t", window=300.0, hold=60.0, now=700.0, probes=ProbeLoad(40.0),
+                         user_rate=EXACT)
+    assert "user_request_rate" not in sig and "arrival_surge_z" not in sig

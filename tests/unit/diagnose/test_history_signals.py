@@ -298,3 +298,16 @@ def test_recent_prompt_spans_end_at_the_newest_scrape_whatever_the_evaluations_p
     sig = engine_signals(Series(600.0), server, "t", window=300.0, hold=600.0, now=600.0 + late)
     assert sig["prompt_tokens_recent"] == pytest.approx(1600.0)
     assert sig["prompt_tokens_per_request"] == pytest.approx((18 * 400.0 + 2 * 1600.0) / 20)
+
+
+def test_no_prompt_length_from_a_target_whose_scrapes_stopped() -> None:
+    """The newest scrape 100 s old in a 300 s window: a stopped target's old prompts do not read as now."""
+    server = ServerWindows()
+    first = prompt = 0.0
+    for t in range(0, 601, 15):
+        server.add(_prefills(float(t), first, prompt, finished_128=0.0))
+        first, prompt = first + 75.0, prompt + 75.0 * 400.0
+    assert "prompt_tokens_per_request" in engine_signals(Series(600.0), server, "t", window=300.0, hold=600.0,
+                                                         now=629.0)
+    stale = engine_signals(Series(600.0), server, "t", window=300.0, hold=600.0, now=700.0)
+    assert "prompt_tokens_per_request" not in stale and "prompt_tokens_recent" not in stale
