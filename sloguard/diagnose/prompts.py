@@ -4,7 +4,7 @@ The engine counts prompt tokens and first tokens as each request's prefill ends,
 own prefills (each result's prompt tokens at its first token) are taken out, so the means are the users'.
 A shift to longer prompts is plainest over the span it has filled: `prompt_tokens_recent` is the largest mean
 over the window's last sixteenth, eighth, quarter, half or whole that holds enough of the users' prefills to be
-no burst (MIN_SPAN_PREFILLS). Every span ends at the target's newest scrape, not at the evaluation's `now`: a
+no burst (MIN_SPAN_PREFILLS). Every span ends at the target's newest scrape (arrivals.span_end), not at `now`: a
 counter's span starts at the last scrape at or before its start, so a span anchored at `now` covered a scrape
 interval less whenever the evaluation came late in one, and a span that is no whole number of scrape intervals
 then fell under FULL and went missing (at the defaults' 15 s scrapes the sixteenth, 18.75 s, read 15 s at 3 of 4
