@@ -131,7 +131,7 @@ def users(series: Series, server: ServerLike, target: str, finished: Collection[
     `baseline`: (the users' healthy rate, seconds it was learned over).
     """
     # every span reaches back from the newest scrape (span_end): a quarter that is no whole number of scrape
-    # intervals (a 100 s window at 15 s scrapes) fell under FULL when the evaluation came late in one
+    # intervals (a 160 s window at 15 s scrapes) fell under FULL when the evaluation came late in one
     newest = series.ends(f"{target}/requests_running", window, now)
     now = span_end(newest[1] if newest is not None else None, now, window)
     spans = {f: got for f in SURGE_SPANS

@@ -11,9 +11,10 @@ then fell under FULL and went missing (at the defaults' 15 s scrapes the sixteen
 phases of the evaluations against the scrapes, the eighth 30 s at half of them); from the newest scrape the
 sixteenth reads the last 30 s and the eighth 45 s at every phase. Measured at the daemon's defaults (300 s
 window, 15 s evaluations and scrapes; benchmarks/diagnosis_defaults.py: virtual time, the simulator's engine,
-prompts x4, 30 seeds per rate): the long_prompts rows held a median 3, 2 and 2 evaluations after the shift at
-0.5, 2 and 5 users/s, where on the whole window's mean (its 2x with the finish-observed p90, or 3x) they took 8,
-8 and 10; no healthy run held them. At 1 user/s over a 20 s window (the diagnosis benchmark) the shorter spans
+prompts x4, 30 seeds per rate, each seed's evaluations at its own phase after the scrapes): the long_prompts
+rows held a median 4, 3 and 3 evaluations after the shift at 0.5, 2 and 5 users/s (5, 4 and 4 before the spans
+ended at the newest scrape), where on the whole window's mean (its 2x with the finish-observed p90, or 3x) they
+took 8, 8 and 10; no healthy run held them. At 1 user/s over a 20 s window (the diagnosis benchmark) the shorter spans
 seldom count: as before.
 Pure and clock-free: `now` comes from the caller.
 """
