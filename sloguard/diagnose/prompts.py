@@ -2,20 +2,22 @@
 
 The engine counts prompt tokens and first tokens as each request's prefill ends, the probes' too; sloguard's
 own prefills (each result's prompt tokens at its first token) are taken out, so the means are the users'.
-A shift to longer prompts is plainest over the span it has filled: `prompt_tokens_recent` is the largest mean
-over the window's last sixteenth, eighth, quarter, half or whole that holds enough of the users' prefills to be
-no burst (MIN_SPAN_PREFILLS). Every span ends at the target's newest scrape (arrivals.span_end), not at `now`: a
-counter's span starts at the last scrape at or before its start, so a span anchored at `now` covered a scrape
-interval less whenever the evaluation came late in one, and a span that is no whole number of scrape intervals
-then fell under FULL and went missing (at the defaults' 15 s scrapes the sixteenth, 18.75 s, read 15 s at 3 of 4
-phases of the evaluations against the scrapes, the eighth 30 s at half of them); from the newest scrape the
-sixteenth reads the last 30 s and the eighth 45 s at every phase. Measured at the daemon's defaults (300 s
-window, 15 s evaluations and scrapes; benchmarks/diagnosis_defaults.py: virtual time, the simulator's engine,
-prompts x4, 30 seeds per rate, each seed's evaluations at its own phase after the scrapes): the long_prompts
-rows held a median 4, 3 and 3 evaluations after the shift at 0.5, 2 and 5 users/s (5, 4 and 4 before the spans
-ended at the newest scrape), where on the whole window's mean (its 2x with the finish-observed p90, or 3x) they
-took 8, 8 and 10; no healthy run held them. At 1 user/s over a 20 s window (the diagnosis benchmark) the shorter spans
-seldom count: as before.
+A shift to longer prompts is plainest over the span it has filled: `prompt_tokens_recent` is the largest mean over
+the window's last thirty-second, sixteenth, eighth, quarter, half or whole that holds enough of the users' prefills
+to be no burst (MIN_SPAN_PREFILLS). Every span ends at the target's newest scrape (arrivals.span_end), not at `now`:
+a counter's span starts at the last scrape at or before its start, so a span anchored at `now` covered a scrape
+interval less whenever the evaluation came late in one, and a span that is no whole number of scrape intervals then
+fell under FULL and went missing (at the defaults' 15 s scrapes the sixteenth, 18.75 s, read 15 s at 3 of 4 phases
+of the evaluations against the scrapes, the eighth 30 s at half of them); from the newest scrape the sixteenth reads
+the last 30 s and the eighth 45 s at every phase, the thirty-second (9.4 s) the last scrape interval: where the
+engine queues, the prefills of that one interval are of requests that came after the shift while the 30 s before it
+still held the old prompts (5 users/s: a 4x shift read 2.9-3.0x over the sixteenth for three evaluations). Measured
+at the daemon's defaults (300 s window, 15 s evaluations and scrapes; benchmarks/diagnosis_defaults.py: virtual
+time, the simulator's engine, prompts x4, 30 seeds per rate, each seed's evaluations at its own phase after the
+scrapes): the long_prompts rows held a median 4, 2 and 2 evaluations after the shift at 0.5, 2 and 5 users/s (4, 3
+and 3 without the thirty-second; 5, 4 and 4 before the spans ended at the newest scrape), where on the whole
+window's mean (its 2x with the finish-observed p90, or 3x) they took 8, 8 and 10; no healthy run held them. At 1
+user/s over a 20 s window (the diagnosis benchmark) the shorter spans seldom count: as before.
 Pure and clock-free: `now` comes from the caller.
 """
 
@@ -37,7 +39,7 @@ MIN_USER_PREFILLS = 5  # the users' prefills the whole window needs for their me
 # user/s) a few long prefills made the mean flicker from 1x to 4x its baseline (benchmark traces); with 10 the
 # lognormal replay reached 3x in 11% of healthy runs, with 20 in 1.7%.
 MIN_SPAN_PREFILLS = 20
-RECENT_SPANS = (0.0625, 0.125, 0.25, 0.5)
+RECENT_SPANS = (0.03125, 0.0625, 0.125, 0.25, 0.5)
 
 
 def _users_mean(prompts: tuple[float, float], first: float, probes: ProbeLoad | None, target: str, now: float,

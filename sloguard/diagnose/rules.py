@@ -13,20 +13,19 @@ capacity last before network, because queues are what every other cause ends in 
 
 Signals (sloguard.diagnose.signals; all over the diagnosis window unless said):
   requests_waiting, requests_running, kv_cache_usage_ratio (means of the scrapes in the window's last quarter:
-  instantaneous state, read as recent as the breach it explains), kv_cache_usage_p90 (the
-  usage reached at ≥ 10% of the scrapes: a full cache that preemptions briefly relieve, or that just filled,
-  reads full, where the mean lags), preemptions_per_second, request_rate (requests arriving per second:
-  finished plus the growth of running and waiting), user_request_rate (the same less sloguard's own probes),
-  arrival_surge_z (the users' arrivals over the last quarter, half or whole window above their healthy rate, in
-  Poisson sds), prompt_tokens_per_request (prompt tokens ÷ first tokens, sloguard's probes' prefills taken out: the
-  users' prompts prefilled, not those finishing), prompt_tokens_recent (the largest such mean over the window's last
-  sixteenth, eighth, quarter, half or whole that holds 20 of the users' prefills) and prompt_tokens_p90 (from the
-  engine's prompt-length histogram over the window, where it has one: both must rise, so neither a burst of a few
-  long prompts (the mean only) nor fewer short requests finishing (the p90 at a mass boundary of the mix) reads as
-  longer prompts), prefix_cache_hit_ratio,
-  engine_restarts / cold_starts (within diagnose.restart_hold), serving_cpu_cores (busiest serving process
-  of the target, CPU seconds per second), gpu_throttle_reasons (active clock-event reasons that slow a busy
-  GPU), gpu_sm_clock_ratio (SM clock / max, lowest GPU), gpu_health_problems (sick-GPU reasons that hold),
+  instantaneous state, read as recent as the breach it explains), kv_cache_usage_p90 (the usage reached at ≥ 10% of
+  the scrapes: a full cache that preemptions briefly relieve, or that just filled, reads full, where the mean lags),
+  preemptions_per_second, request_rate (requests arriving per second: finished plus the growth of running and
+  waiting), user_request_rate (the same less sloguard's own probes), arrival_surge_z (the users' arrivals over the
+  last quarter, half or whole window above their healthy rate, in Poisson sds), prompt_tokens_per_request (prompt
+  tokens ÷ first tokens, sloguard's probes' prefills taken out: the users' prompts prefilled, not those finishing),
+  prompt_tokens_recent (the largest such mean over the window's last thirty-second, sixteenth, eighth, quarter, half
+  or whole that holds 20 of the users' prefills) and prompt_tokens_p90 (from the engine's prompt-length histogram
+  over the window, where it has one: both must rise, so neither a burst of a few long prompts (the mean only) nor
+  fewer short requests finishing (the p90 at a mass boundary of the mix) reads as longer prompts),
+  prefix_cache_hit_ratio, engine_restarts / cold_starts (within diagnose.restart_hold), serving_cpu_cores (busiest
+  serving process of the target, CPU seconds per second), gpu_throttle_reasons (active clock-event reasons that slow
+  a busy GPU), gpu_sm_clock_ratio (SM clock / max, lowest GPU), gpu_health_problems (sick-GPU reasons that hold),
   canary_degraded, network_measured (1 when the network stage comes from the server's own record).
 """
 

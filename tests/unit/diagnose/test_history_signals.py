@@ -300,6 +300,23 @@ def test_recent_prompt_spans_end_at_the_newest_scrape_whatever_the_evaluations_p
     assert sig["prompt_tokens_per_request"] == pytest.approx((18 * 400.0 + 2 * 1600.0) / 20)
 
 
+@pytest.mark.parametrize("late", [0.0, 7.0, 14.9])
+def test_recent_prompts_read_a_shift_one_scrape_interval_old(late: float) -> None:
+    """The defaults at 5 users/s: prompts 400 → 1600 tokens over the last scrape interval only (75 prefills).
+
+    The thirty-second (9.4 s) is that one interval back from the newest scrape: 4x; the sixteenth's 30 s read
+    2.5x (half of them old), under long_prompts' 3x (benchmarks/diagnosis_defaults.py, 5 users/s: a 4x shift read
+    2.9-3.0x over the sixteenth for three evaluations while the queue grew).
+    """
+    server = ServerWindows()
+    first = prompt = 0.0
+    for t in range(0, 601, 15):
+        server.add(_prefills(float(t), first, prompt, finished_128=0.0))
+        first, prompt = first + 75.0, prompt + 75.0 * (1600.0 if t >= 585 else 400.0)
+    sig = engine_signals(Series(600.0), server, "t", window=300.0, hold=600.0, now=600.0 + late)
+    assert sig["prompt_tokens_recent"] == pytest.approx(1600.0)
+
+
 def test_no_prompt_length_from_a_target_whose_scrapes_stopped() -> None:
     """The newest scrape 100 s old in a 300 s window: a stopped target's old prompts do not read as now."""
     server = ServerWindows()
