@@ -282,6 +282,16 @@ def test_no_prompt_length_over_a_window_the_scrapes_do_not_cover_yet() -> None:
     assert full["prompt_tokens_per_request"] == pytest.approx(422.0)
 
 
+def _defaults_shift(shift_at: int) -> ServerWindows:
+    """600 s of 15 s scrapes at 5 users/s, their prompts 400 → 1600 tokens from the scrape at `shift_at` on."""
+    server = ServerWindows()
+    first = prompt = 0.0
+    for t in range(0, 601, 15):
+        server.add(_prefills(float(t), first, prompt, finished_128=0.0))
+        first, prompt = first + 75.0, prompt + 75.0 * (1600.0 if t >= shift_at else 400.0)
+    return server
+
+
 @pytest.mark.parametrize("late", [0.0, 3.0, 7.0, 14.9])
 def test_recent_prompt_spans_end_at_the_newest_scrape_whatever_the_evaluations_phase(late: float) -> None:
     """The defaults: 300 s window, 15 s scrapes, 5 users/s; prompts 400 → 1600 tokens 30 s before the last scrape.
@@ -290,12 +300,7 @@ def test_recent_prompt_spans_end_at_the_newest_scrape_whatever_the_evaluations_p
     every phase; ending at `now` it covered one interval (under FULL, left out) once the evaluation came ≥ 3.75 s
     after the scrape, and the eighth's 45 s read 1200.
     """
-    server = ServerWindows()
-    first = prompt = 0.0
-    for t in range(0, 601, 15):
-        server.add(_prefills(float(t), first, prompt, finished_128=0.0))
-        first, prompt = first + 75.0, prompt + 75.0 * (1600.0 if t >= 570 else 400.0)
-    sig = engine_signals(Series(600.0), server, "t", window=300.0, hold=600.0, now=600.0 + late)
+    sig = engine_signals(Series(600.0), _defaults_shift(570), "t", window=300.0, hold=600.0, now=600.0 + late)
     assert sig["prompt_tokens_recent"] == pytest.approx(1600.0)
     assert sig["prompt_tokens_per_request"] == pytest.approx((18 * 400.0 + 2 * 1600.0) / 20)
 
@@ -308,12 +313,7 @@ def test_recent_prompts_read_a_shift_one_scrape_interval_old(late: float) -> Non
     2.5x (half of them old), under long_prompts' 3x (benchmarks/diagnosis_defaults.py, 5 users/s: a 4x shift read
     2.9-3.0x over the sixteenth for three evaluations while the queue grew).
     """
-    server = ServerWindows()
-    first = prompt = 0.0
-    for t in range(0, 601, 15):
-        server.add(_prefills(float(t), first, prompt, finished_128=0.0))
-        first, prompt = first + 75.0, prompt + 75.0 * (1600.0 if t >= 585 else 400.0)
-    sig = engine_signals(Series(600.0), server, "t", window=300.0, hold=600.0, now=600.0 + late)
+    sig = engine_signals(Series(600.0), _defaults_shift(585), "t", window=300.0, hold=600.0, now=600.0 + late)
     assert sig["prompt_tokens_recent"] == pytest.approx(1600.0)
 
 
