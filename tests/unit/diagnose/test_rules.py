@@ -186,6 +186,14 @@ CASES = [
     ("the last span's prompts 2.5x: not yet long prompts", _inputs((TPOT,), SLOW_DECODE, {
         "prompt_tokens_per_request": 800.0, "prompt_tokens_recent": 1050.0, "prompt_tokens_p90": 600.0}),
      "decode", "unknown"),
+    # a starved engine's prefills over-sample the long prompts: 2x with a full cache is not yet a shift
+    ("prompts 2.2x and their p90 up while the KV cache is full: KV pressure", _inputs(stages=QUEUED, signals={
+        "prompt_tokens_per_request": 880.0, "prompt_tokens_recent": 900.0, "prompt_tokens_p90": 1800.0,
+        "kv_cache_usage_p90": 0.97, "preemptions_per_second": 0.3, "requests_waiting": 9.0}), "queue",
+     "kv_cache_pressure"),
+    ("prompts 2.2x and their p90 up with room in the KV cache: long prompts", _inputs(stages=QUEUED, signals={
+        "prompt_tokens_per_request": 880.0, "prompt_tokens_recent": 900.0, "prompt_tokens_p90": 1800.0,
+        "requests_waiting": 9.0}), "queue", "long_prompts"),
     ("long prompts that fill the KV cache are long prompts", _inputs(stages=QUEUED, signals={
         "prompt_tokens_per_request": 1600.0, "prompt_tokens_p90": 4000.0, "kv_cache_usage_p90": 0.97,
         "preemptions_per_second": 0.3, "requests_waiting": 9.0}), "queue", "long_prompts"),
