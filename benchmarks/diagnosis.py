@@ -188,8 +188,9 @@ def _observe(lanes: list[Lane], base: str, t0: float, observe: float) -> None:
             slo = by.get(lane.name) or {}
             d = slo.get("diagnosis") or {}
             cause, stage = d.get("cause", "none"), d.get("stage", "none")
-            lane.trace.append({"t": round(t, 2), "objectives": [(o["metric"], o["window"], o["compliant"])
-                                                                 for o in slo.get("objectives", [])],
+            lane.trace.append({"t": round(t, 2), "at": slo.get("evaluated_at"),
+                               "objectives": [(o["metric"], o["window"], o["compliant"])
+                                              for o in slo.get("objectives", [])],
                                "cause": cause, "stage": stage, "lever": d.get("lever", ""),
                                "breach": (d.get("breach") or {}).get("metric"),
                                "evidence": d.get("evidence_text", []), "signals": d.get("signals", {})})

@@ -1,0 +1,68 @@
+"""benchmarks/diagnosis_retable.py: traced polls re-decided through the rule table, one evaluation at a time."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def retable() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("diagnosis_retable", ROOT / "benchmarks" / "diagnosis_retable.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+HEALTHY = {"kv_cache_usage_p90": (0.3, 0.3), "preemptions_per_second": (0.0, 0.0), "requests_waiting": (0.0, 0.0),
+           "prompt_tokens_per_request": (400.0, 400.0), "prompt_tokens_p90": (1000.0, 1000.0)}
+# a starved KV cache: the users' prefilled mean 2.2x and its p90 1.8x with the prompts unchanged
+STARVED = {**HEALTHY, "kv_cache_usage_p90": (0.97, 0.3), "preemptions_per_second": (0.3, 0.0),
+           "requests_waiting": (9.0, 0.0), "prompt_tokens_per_request": (880.0, 400.0),
+           "prompt_tokens_p90": (1800.0, 1000.0)}
+
+
+def _poll(t: float, signals: dict[str, tuple[float, float]], missing: bool, at: float) -> dict[str, Any]:
+    return {"t": t, "at": at, "objectives": [["ttft", "5m", not missing], ["ttft", "30m", True]],
+            "stage": "queue" if missing else "none", "breach": "ttft" if missing else None, "cause": "",
+            "signals": {k: {"value": v, "baseline": b} for k, (v, b) in signals.items()}}
+
+
+def _run(evaluations: list[tuple[float, dict[str, tuple[float, float]], bool]]) -> dict[str, Any]:
+    """A KV-shrink run: every evaluation polled twice, as the benchmark polls every half interval."""
+    trace = [p for t, sig, missing in evaluations
+             for p in (_poll(t, sig, missing, 1000.0 + t), _poll(t + 0.5, sig, missing, 1000.0 + t))]
+    return {"fault": "kv_shrink", "expected": "kv_cache_pressure", "verdict": "long_prompts", "lag": 6,
+            "breach_t": 1.0, "trace": trace}
+
+
+def test_a_cause_confirms_at_two_distinct_evaluations_not_two_polls(retable: ModuleType) -> None:
+    run = _run([(-1.0, HEALTHY, False), (0.0, HEALTHY, False), (1.0, STARVED, True), (2.0, STARVED, True),
+                (3.0, STARVED, True)])
+    causes = retable.decide(run["trace"])
+    assert causes[4:8] == ["unknown", "unknown", "kv_cache_pressure", "kv_cache_pressure"]
+    assert retable.lag(run, causes) == 1
+
+
+def test_the_report_names_runs_whose_first_cause_changed(retable: ModuleType, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    run = _run([(-1.0, HEALTHY, False), (1.0, STARVED, True), (2.0, STARVED, True)])
+    healthy = {**_run([(-1.0, HEALTHY, False), (1.0, HEALTHY, False)]), "fault": "", "expected": "none",
+               "verdict": "none/unknown"}
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"kv-shrink-2": run, "healthy-0": healthy}))
+    assert retable.report(str(path)) == (1, 1, 1, 1, 1, 1)
+    assert "kv-shrink-2 long_prompts → kv_cache_pressure" in capsys.readouterr().out
+
+
+def test_an_objective_missing_at_injection_has_no_lag(retable: ModuleType) -> None:
+    run = _run([(-1.0, STARVED, True), (1.0, STARVED, True), (2.0, STARVED, True)])
+    assert retable.lag(run, retable.decide(run["trace"])) == "pre"
