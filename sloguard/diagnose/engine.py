@@ -12,7 +12,8 @@
    objective (a few ms cannot be where seconds went).
 3. The first RULES row (precedence order) that can explain that stage and whose conditions hold names the
    cause. No row: `unknown`, naming the signals that were not available to the rows that could explain it.
-   A breach no stage explains is named only by a row marked `unlocated` (an engine restart: its failed and
+   A breach no stage explains (or one that misses over the SLO's window but not over a shorter diagnosis
+   window: nothing there to locate) is named only by a row marked `unlocated` (an engine restart: its failed and
    cut-short requests have no stages, and it explains every symptom after it; a sick or throttled GPU, a
    CPU-bound serving process and prompts 3x longer, which slow every stage; a full KV cache, whose held-back
    requests time out without stages); else `unknown`.
@@ -40,6 +41,7 @@ MIN_RISE_S = 0.002  # ... and by at least 2 ms (below that, timer noise)
 # short (no stages), the staged requests' rises are all there is: a 4 ms network rise was "100% of the stages'
 # rise" and named `network` for a 4.9 s TTFT made of timed-out requests (KV cache too small, benchmark trace).
 MIN_PART = 0.1
+EASING = "no stage to locate: it misses over the SLO's window, not over the diagnosis window (easing, or intermittent)"
 CONTEXT = ("requests_waiting", "kv_cache_usage_ratio", "preemptions_per_second")
 
 
@@ -142,6 +144,12 @@ def locate(breach: Breach, inp: Inputs) -> tuple[Stage | None, float | None, lis
     return stage, share, [_stage_evidence(inp.readings[stage], breach.metric, share)], missing  # type: ignore[return-value]
 
 
+def _compared(b: Breach) -> str:
+    if not b.recent:
+        return f"≤ {b.threshold:g}s over the diagnosis window; misses over the SLO's window"
+    return f"≥, requests cut short could exceed {b.threshold:g}s" if b.censored else f"> {b.threshold:g}s"
+
+
 def _context(inp: Inputs, shown: Iterable[Evidence]) -> list[Evidence]:
     have = {e.signal for e in shown}
     return [Evidence(s, inp.signals[s], "context", True) for s in CONTEXT if s in inp.signals and s not in have]
@@ -187,20 +195,20 @@ def candidates(inp: Inputs) -> tuple[Verdict, ...]:
     """
     if not inp.breaches:
         return (Verdict(inp.slo, inp.now, "none", "none", 1.0),)
-    # The breach furthest over its threshold that a stage explains; else the worst one, unexplained.
-    ordered = sorted(inp.breaches, key=lambda b: -b.severity)
-    located = [(b, locate(b, inp)) for b in ordered]
+    # The breach furthest over its threshold that a stage explains; else the worst one, unexplained. One that
+    # misses only over the SLO's longer window (not recent) is not located: the diagnosis window has no excess.
+    ordered = sorted(inp.breaches, key=lambda b: (not b.recent, -b.severity))
+    located = [(b, locate(b, inp) if b.recent else (None, None, [], [])) for b in ordered]
     breach, (stage, share, stage_ev, missing) = next(((b, got) for b, got in located if got[0] is not None),
                                                       located[0])
-    compared = f"≥, requests cut short could exceed {breach.threshold:g}s" if breach.censored else \
-        f"> {breach.threshold:g}s"
-    head = Evidence(f"p{breach.quantile * 100:g} {breach.metric}", breach.value, compared, True)
+    head = Evidence(f"p{breach.quantile * 100:g} {breach.metric}", breach.value, _compared(breach), True)
     if stage is None:
         named = [v for v in (_named(rule, inp, "none", None, (head, *stage_ev)) for rule in RULES if rule.unlocated)
                  if v is not None]
+        lever = "no single stage explains the increase" if breach.recent else EASING
         return tuple(dataclasses.replace(v, breach=breach) for v in named) or (
             Verdict(inp.slo, inp.now, "none", "unknown", 0.0, (head, *stage_ev), missing=tuple(missing),
-                    lever="no single stage explains the increase", breach=breach, share=share),)
+                    lever=lever, breach=breach, share=share),)
     missing, out = [], []
     for rule in RULES:
         if stage not in rule.stages:

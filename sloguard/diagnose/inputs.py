@@ -1,11 +1,14 @@
 """Breaches and stage readings of one SLO over the diagnosis window (pure; windows read, never changed).
 
-A breach needs both: the objective misses over the diagnosis window (so the verdict describes now) and the
-SLO's own status says it misses over its shortest window (so a handful of slow probes in a short window
-cannot produce a verdict on a healthy SLO). Objectives, goodput thresholds (at the goodput target's
-quantile) and stage budgets (p95) all count. Both judge a probe quantile alike: one that requests cut short
-(timed out, failed) could move above the threshold misses (sloguard.slo.evaluate), so the diagnosis sees the
-breach at the evaluation the SLO does, not once enough requests complete slowly.
+A breach is an objective the SLO's own status says misses over its shortest window (so a handful of slow probes in a
+short window cannot produce a verdict on a healthy SLO). Where it misses over the diagnosis window too, the verdict
+locates it in a stage; where the diagnosis window is shorter and does not miss (yet, or any more: the SLO's window
+still holds the slow requests), the breach is not `recent` and only the causes whose evidence is a state of the
+engine now can name it (a pinned CPU whose slow requests tipped a 5-min p95 over its objective before the last 20
+s's did: benchmark traces, "none" for 4-9 evaluations of a breached SLO). Objectives, goodput thresholds (at the
+goodput target's quantile) and stage budgets (p95) all count. Both judge a probe quantile alike: one that requests
+cut short (timed out, failed) could move above the threshold misses (sloguard.slo.evaluate), so the diagnosis sees
+the breach at the evaluation the SLO does, not once enough requests complete slowly.
 """
 
 from __future__ import annotations
@@ -135,7 +138,7 @@ def _p95_floor(p95: float | None, resolution: tuple[tuple[float, float], ...]) -
 
 
 def breaches(status: SLOStatus, q: Quantiles) -> tuple[Breach, ...]:
-    """Return the objectives that miss over the diagnosis window and over the SLO's shortest window.
+    """Return the objectives that miss over the SLO's shortest window; `recent` where also over the diagnosis window.
 
     A value from an engine histogram is an interval: it misses only when even its lower end is over the
     threshold (queue p95 somewhere in vLLM's first bucket [0, 0.3 s] does not miss a 100 ms budget). A probe
@@ -151,6 +154,8 @@ def breaches(status: SLOStatus, q: Quantiles) -> tuple[Breach, ...]:
         value, lo, hi = got[nearest_q(quantile)]
         if lo > threshold or math.isinf(hi):
             out.append(Breach(metric, quantile, value, threshold, censored=lo <= threshold))
+        else:
+            out.append(Breach(metric, quantile, value, threshold, recent=False))
     return tuple(out)
 
 

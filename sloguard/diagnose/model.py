@@ -20,13 +20,18 @@ _EMPTY: Mapping[str, float] = MappingProxyType({})
 
 @dataclass(frozen=True, slots=True)
 class Breach:
-    """One objective missed over the diagnosis window: `metric` quantile `value` above `threshold` (seconds)."""
+    """One objective the SLO misses: `metric` quantile `value` over the diagnosis window against `threshold` (s).
+
+    `recent` False: it misses over the SLO's shortest window but not over the diagnosis window (a shorter one),
+    so `value` is at or under the threshold: the breach is easing, or comes and goes.
+    """
 
     metric: str
     quantile: float
     value: float
     threshold: float
     censored: bool = False  # value is a lower bound at or under the threshold: requests cut short could exceed it
+    recent: bool = True
 
     @property
     def severity(self) -> float:

@@ -133,7 +133,7 @@ class Diagnoser:
         inp = Inputs(slo.name, now, self.window, found_breaches, readings, sig, learned, notes)
         self._seen[slo.name] = {k: {"value": v, "baseline": learned.get(k)} for k, v in sorted(sig.items())}
         verdict = self._confirm.publish(candidates(inp), self.verdicts.get(slo.name), holding(inp))
-        if not found_breaches:
+        if not any(b.recent for b in found_breaches):  # the diagnosis window itself is healthy
             base.record(now, {**inputs.healthy_values(q), **{k: v for k, v in sig.items()
                                                              if k not in UNLEARNED}})
         return verdict

@@ -51,6 +51,9 @@ def line(v: Verdict) -> str:
     head = f"p{b.quantile * 100:g} {b.metric} {seconds(b.value)} > {seconds(b.threshold)}"
     if b.censored:  # the value is a lower bound under the threshold: requests cut short could exceed it
         head = f"p{b.quantile * 100:g} {b.metric} ≥ {seconds(b.value)}, requests cut short > {seconds(b.threshold)}"
+    if not b.recent:  # over the SLO's own (longer) window only
+        head = (f"p{b.quantile * 100:g} {b.metric} > {seconds(b.threshold)} over the SLO's window "
+                f"({seconds(b.value)} now)")
     where: str = v.stage if v.stage != "none" else "no single stage"
     if v.share is not None and v.stage != "none":
         where += f": {v.share:.0%} of the {b.metric} increase"

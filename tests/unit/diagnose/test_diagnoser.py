@@ -85,6 +85,23 @@ def test_learns_while_healthy_then_names_the_cause() -> None:
     assert seen["requests_waiting"]["value"] == 12.0 and seen["requests_waiting"]["baseline"] == 0.0
 
 
+def test_a_breach_easing_out_of_the_slos_window_is_not_recent_and_baselines_learn_again() -> None:
+    """After 30 s of a queue the last 20 s are healthy again; the SLO's 5-min p95 still holds the slow requests."""
+    cfg = load_config_text(CONFIG)
+    engine, server, d = SLOEngine(slos_from_config(cfg), FakeClock(1000.0)), ServerWindows(), Diagnoser(cfg)
+    rng = random.Random(2)
+    _run(d, engine, server, 1000.0, 40, queue=0.005, waiting=0.0, rng=rng)
+    _run(d, engine, server, 1040.0, 30, queue=1.5, waiting=12.0, rng=rng)
+    learned = d._baselines["chat"].span("requests_waiting")
+    _run(d, engine, server, 1070.0, 25, queue=0.005, waiting=0.0, rng=rng)
+    v = d.verdicts["chat"]
+    assert (v.stage, v.cause) == ("none", "unknown") and v.breach is not None and not v.breach.recent
+    assert v.lever.startswith("no stage to locate: it misses over the SLO's window")
+    assert d.annotations({"slo": "chat"})["diagnosis"].startswith("p95 ttft > 500ms over the SLO's window")
+    after = d._baselines["chat"].span("requests_waiting")
+    assert learned is not None and after is not None and after > learned  # the diagnosis window is healthy again
+
+
 def test_disabled_and_reconfigured() -> None:
     cfg = load_config_text(CONFIG)
     d = Diagnoser(load_config_text(CONFIG.replace("window: 20s,", "enabled: false, window: 20s,")))

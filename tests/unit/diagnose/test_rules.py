@@ -53,6 +53,7 @@ def _uncovered(inp: Inputs, share: float) -> Inputs:
 
 
 CUT_TPOT = Breach("tpot", 0.95, 0.045, 0.05, censored=True)
+EASING = Breach("tpot", 0.95, 0.014, 0.015, recent=False)  # 14 ms over the diagnosis window, > 15 ms over the SLO's
 TIMED_OUT = {"ttft": 4.9, "queue": 0.9, "prefill": 0.5}
 QUEUED = {"ttft": 2.4, "queue": 2.2}
 PREFILL = {"ttft": 2.4, "prefill": 2.2}
@@ -249,6 +250,14 @@ CASES = [
      "none", "unknown"),
     ("whole's tail staged: the queue is a fifth of the rise", _uncovered(_inputs(
         stages=TIMED_OUT, signals={"requests_waiting": 9.0}), 0.04), "none", "unknown"),
+    # the SLO's 5-min p95 missed while the last 20 s's did not (a diagnosis window shorter than the SLO's): nothing
+    # to locate, but a state of the engine now still names it; a queue or the users' arrivals are not such a state
+    ("missed over the SLO's window only, a pinned CPU: cpu bound", _inputs((EASING,), {"tpot": 0.014},
+     {"serving_cpu_cores": 0.9}), "none", "serving_cpu_bound"),
+    ("missed over the SLO's window only, a queue: unknown", _inputs((EASING,), {"tpot": 0.014},
+     {"requests_waiting": 9.0, "request_rate": 4.0}), "none", "unknown"),
+    ("missed over the SLO's window only, beside a recent breach: the recent one is explained", _inputs(
+        (EASING, TTFT), QUEUED, {"requests_waiting": 9.0}), "queue", "capacity"),
     # TPOT p95 a lower bound under the objective, requests cut short could exceed it: the SLO misses, so do we
     ("cut-short TPOT breach is the decode stage", _inputs((CUT_TPOT,), {"tpot": 0.045, "decode": 0.045}, {
         "gpu_throttle_reasons": 2.0, "gpu_sm_clock_ratio": 0.4}), "decode", "gpu_throttled"),
@@ -299,6 +308,14 @@ def test_a_cut_short_breach_reads_as_a_lower_bound() -> None:
     assert line(v).startswith("p95 tpot ≥ 45ms, requests cut short > 50ms — decode")
     v = decide(CASES[[c[0] for c in CASES].index("restart names a breach no stage explains")][1])
     assert line(v).startswith("p95 ttft 2.4s > 1s — no single stage; 1 engine restarts")
+
+
+def test_a_breach_over_the_slos_window_only_says_so() -> None:
+    v = decide(CASES[[c[0] for c in CASES].index("missed over the SLO's window only, a pinned CPU: cpu bound")][1])
+    assert line(v).startswith("p95 tpot > 15ms over the SLO's window (14ms now) — no single stage; serving CPU 0.9")
+    v = decide(CASES[[c[0] for c in CASES].index("missed over the SLO's window only, a queue: unknown")][1])
+    assert v.lever.startswith("no stage to locate: it misses over the SLO's window, not over the diagnosis window")
+    assert v.evidence[0].compared.startswith("≤ 0.015s over the diagnosis window")
 
 
 def test_bounded_readings_lower_the_confidence() -> None:
