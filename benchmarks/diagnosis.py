@@ -23,16 +23,16 @@ Run: .venv/bin/python benchmarks/diagnosis.py [--seeds 5] [--healthy 10] [--para
      Wilson interval; .venv/bin/python benchmarks/diagnosis.py --pool A.json B.json pools --trace files
      .venv/bin/python benchmarks/diagnosis.py --cost   (the diagnosis step's own cost per evaluation, ~1 min)
 
-Measured (commit 4e91663, 2026-11-28, ~1,650 s a seed set, load average 0.1-1.3; README "Diagnosis" has the per-fault
-detail, docs/diagnosis-history.md the runs before): default seeds 35/35 right, 10/10 healthy, verdict − breach of the
-explained objective within 2 in 27/30 timed runs (median +0, max +8); --seed-base 1000: 35/35, 10/10, 29/33 (max +35:
-a load surge's TPOT blinked over its objective at one evaluation 12 s after the fault and missed for good 21 s later;
-see README); --seed-base 2000: 35/35, 10/10, 31/34 (max +10); pooled 105/105, 30/30, 87/97. The default seeds again
-at 17c5260 (spans from the newest scrape): 35/35, 9/10 (seed 508: a burst of the simulator's users on a lane whose
-TPOT missed from its warm-up), 29/32 (max +14: a network delay beside a CPU-burn lane, whose TPOT missed too); the
-four pooled 140/140, 39/40, 116/129. Late verdicts left: long_prompts at 1 user request/s (the users' mean prompt of
-~20 requests per window fills slowly while long prefills jam the engine) and load surges whose arrivals stand out of
-Poisson noise only after the SLO's probes breached. The daemon's defaults (300 s window, 15 s evaluations) are
+Measured (2026-11-28, ~1,650 s a seed set, each run on its commit's unchanged tree, load average 0.1-1.3; README
+"Diagnosis" has the per-fault detail, docs/diagnosis-history.md the runs before): at 4e91663 default seeds 35/35
+right, 10/10 healthy, verdict − breach of the explained objective within 2 in 27/30 timed runs (median +0, max +8);
+--seed-base 1000: 35/35, 10/10, 29/33 (max +35); --seed-base 2000: 35/35, 10/10, 31/34 (max +10); the default seeds
+at 17c5260: 35/35, 9/10, 29/32 (max +14); new seeds --seed-base 3000 at 680a35b: 34/35, 10/10, 29/34 (max +12);
+--seed-base 1000 at a4a47db (the rules now): 35/35, 10/10, 29/32 (max +10). The six pooled: 209/210, 59/60, 174/195.
+benchmarks/diagnosis_retable.py re-decides the traces through today's rule table in seconds. Late verdicts left:
+long_prompts at 1 user request/s (the users' mean prompt of ~20 requests per window, against a baseline learned
+from ~60, fills slowly while long prefills jam the engine) and load surges whose arrivals stand out of Poisson
+noise only after the SLO's probes breached. The daemon's defaults (300 s window, 15 s evaluations) are
 replayed in virtual time by benchmarks/diagnosis_defaults.py.
 """
 
