@@ -28,7 +28,8 @@ Measured (2026-11-28, ~1,650 s a seed set, each run on its commit's unchanged tr
 right, 10/10 healthy, verdict − breach of the explained objective within 2 in 27/30 timed runs (median +0, max +8);
 --seed-base 1000: 35/35, 10/10, 29/33 (max +35); --seed-base 2000: 35/35, 10/10, 31/34 (max +10); the default seeds
 at 17c5260: 35/35, 9/10, 29/32 (max +14); new seeds --seed-base 3000 at 680a35b: 34/35, 10/10, 29/34 (max +12);
---seed-base 1000 at a4a47db (the rules now): 35/35, 10/10, 29/32 (max +10). The six pooled: 209/210, 59/60, 174/195.
+--seed-base 1000 at a4a47db (the rules now): 35/35, 10/10, 29/32 (max +10); --seed-base 2000 at fdd826e: 35/35,
+10/10, 31/34 (max +12). The seven pooled: 244/245, 69/70, 205/229.
 benchmarks/diagnosis_retable.py re-decides the traces through today's rule table in seconds. Late verdicts left:
 long_prompts at 1 user request/s (the users' mean prompt of ~20 requests per window, against a baseline learned
 from ~60, fills slowly while long prefills jam the engine) and load surges whose arrivals stand out of Poisson
