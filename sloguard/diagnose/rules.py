@@ -113,7 +113,7 @@ RULES: tuple[CauseRule, ...] = (
                      # A full cache admits requests as blocks free, one long request holding the engine while the
                      # short ones behind it wait: over a window the prefills then over-sample long prompts (the
                      # simulator at 2 users/s, 120-160 KV blocks: the users' 20 s mean reached 1.6-2.5x its level
-                     # with prompts unchanged, at most 1.7x with a roomy cache; benchmark trace: a KV shrink read
+                     # with prompts unchanged, at most 1.65x with a roomy cache; benchmark trace: a KV shrink read
                      # 2.5x, its p90 3.5x, and was named long_prompts). Prompts 3x longer, the next row, still are.
                      C("kv_cache_usage_p90", "<", 0.85, optional=True)),
               state=True,
