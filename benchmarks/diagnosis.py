@@ -440,7 +440,10 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--healthy", type=int, default=10, help="healthy runs in total")
     ap.add_argument("--parallel", type=int, default=4, help="lanes per daemon round")
-    ap.add_argument("--warmup", type=float, default=60.0)
+    # 150 s: the users' prompt baselines count from 100 of their prefills (prompts.MIN_BASELINE_PREFILLS), at 1 user
+    # request/s ~80 s of settled healthy values plus a window; the newest third of a young history is not yet
+    # settled (history.Baselines), so 120 s of values past the first full window. 60 s until 2026-11-28.
+    ap.add_argument("--warmup", type=float, default=150.0)
     ap.add_argument("--observe", type=float, default=75.0)
     ap.add_argument("--window", type=float, default=20.0, help="diagnose.window in seconds")
     ap.add_argument("--faults", default=",".join(FAULTS))

@@ -23,7 +23,7 @@ Pure and clock-free: `now` comes from the caller.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
 from sloguard.diagnose.arrivals import FULL, ProbeLoad, span_end
@@ -40,6 +40,13 @@ MIN_USER_PREFILLS = 5  # the users' prefills the whole window needs for their me
 # lognormal replay reached 3x in 11% of healthy runs, with 20 in 1.7%.
 MIN_SPAN_PREFILLS = 20
 RECENT_SPANS = (0.03125, 0.0625, 0.125, 0.25, 0.5)
+PROMPT_SIGNALS = ("prompt_tokens_per_request", "prompt_tokens_recent", "prompt_tokens_p90")
+# A prompt baseline counts once it rests on this many of the users' prefills: their mean from fewer is itself noise
+# (relative error about the mix's coefficient of variation / sqrt(n): 1.2 / 10 = 12% here, where 1.2 is the
+# simulator's mix and real prompt mixes run 1-2). Benchmark trace (seed 4002): the users' first 40 s drew few long
+# prompts, a baseline learned from ~45 of their prefills read 0.46x the mix's mean, the usual prompts then read
+# 2.3-2.9x of it (the p90 3.5x) and named long_prompts in three runs of other faults.
+MIN_BASELINE_PREFILLS = 100
 
 
 def _users_mean(prompts: tuple[float, float], first: float, probes: ProbeLoad | None, target: str, now: float,
@@ -76,6 +83,26 @@ def _finished_prompts(series: Series, server: ServerLike, target: str, finished:
         return {}
     started = done[0] + (series.change(f"{target}/requests_running", window, now) or 0.0)
     return {"prompt_tokens_per_request": prompts[0] / started} if started > 0 else {}
+
+
+def settled(learned: Mapping[str, float], spans: Mapping[str, float], window: float) -> tuple[dict[str, float],
+                                                                                          dict[str, str]]:
+    """Return the baselines less the prompt ones resting on < MIN_BASELINE_PREFILLS users' prefills, and why.
+
+    The prefills behind a baseline: the users' learned arrival rate (all requests' where it is not known) × the
+    span of the healthy values it rests on plus one window (each value read a window back). Without a learned rate
+    the count is unknown and the baselines stay.
+    """
+    rate = learned.get("user_request_rate", learned.get("request_rate"))
+    kept, why = dict(learned), {}
+    for key in PROMPT_SIGNALS:
+        span = spans.get(key)
+        if rate is None or key not in kept or span is None:
+            continue
+        if (n := rate * (span + window)) < MIN_BASELINE_PREFILLS:
+            del kept[key]
+            why[key] = f"baseline withheld: ~{n:.0f} of the users' prompts behind it, {MIN_BASELINE_PREFILLS} needed"
+    return kept, why
 
 
 def recent(server: ServerLike, target: str, window: float, now: float, probes: ProbeLoad | None,

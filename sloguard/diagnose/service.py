@@ -14,7 +14,7 @@ from prometheus_client.metrics_core import Metric
 
 from sloguard.config.spec import Config
 from sloguard.config.units import format_duration
-from sloguard.diagnose import inputs, signals
+from sloguard.diagnose import inputs, prompts, signals
 from sloguard.diagnose.arrivals import ProbeLoad
 from sloguard.diagnose.confirm import Confirmer
 from sloguard.diagnose.engine import candidates, holding
@@ -118,11 +118,13 @@ class Diagnoser:
         q, sources = inputs.quantiles(slo, probe, reader, self.window)
         q = inputs.censor(q, sources, probe)
         base = self._baselines.setdefault(slo.name, Baselines(self._horizon, min_span=self.window))
-        learned = base.all()
+        spans = {k: s for k in prompts.PROMPT_SIGNALS if (s := base.span(k)) is not None}
+        learned, young = prompts.settled(base.all(), spans, self.window)
         users = learned.get("user_request_rate")
         over = base.span("user_request_rate")  # each healthy value counted a window: the baseline counted span + window
         sig, notes = self._signals(slo.target, server, samples, now,
                                    None if users is None or over is None else (users, over + self.window))
+        notes |= {k: v for k, v in young.items() if k in sig}
         if "network" in sources:
             sig["network_measured"] = 1.0 if sources["network"] == "request" else 0.0
         found_breaches = inputs.breaches(st, q)

@@ -6,6 +6,7 @@ import pytest
 
 from sloguard.diagnose.arrivals import ProbeLoad
 from sloguard.diagnose.history import Baselines, Series
+from sloguard.diagnose.prompts import MIN_BASELINE_PREFILLS, PROMPT_SIGNALS, settled
 from sloguard.diagnose.signals import engine_signals, gpu_signals, host_signals, index, record_engine, record_host
 from sloguard.model import Histogram, ModelView, Sample, ServerView
 from sloguard.windows.server import ServerWindows
@@ -328,3 +329,45 @@ def test_no_prompt_length_from_a_target_whose_scrapes_stopped() -> None:
                                                          now=629.0)
     stale = engine_signals(Series(600.0), server, "t", window=300.0, hold=600.0, now=700.0)
     assert "prompt_tokens_per_request" not in stale and "prompt_tokens_recent" not in stale
+
+
+LEARNED = {"user_request_rate": 1.0, "request_rate": 3.0, "prompt_tokens_per_request": 200.0,
+           "prompt_tokens_recent": 210.0, "prompt_tokens_p90": 300.0, "requests_running": 4.0}
+
+
+@pytest.mark.parametrize(("learned", "span", "window", "kept"), [
+    # 1 user/s: 27 s of values + a 20 s window = 47 prefills (the benchmark at injection after a 60 s warm-up)
+    (LEARNED, 27.0, 20.0, False),
+    (LEARNED, 80.0, 20.0, True),  # 100 prefills: counted
+    (LEARNED, 79.0, 20.0, False),
+    # the defaults (300 s window, 300 s span) at 0.1 user/s: 60 prefills; at 2/s: 1,200
+    ({**LEARNED, "user_request_rate": 0.1}, 300.0, 300.0, False),
+    ({**LEARNED, "user_request_rate": 2.0}, 300.0, 300.0, True),
+    # the users' rate not learned: all requests' rate (probes too) counts them, generously
+    ({k: v for k, v in LEARNED.items() if k != "user_request_rate"}, 27.0, 20.0, True),
+    # no rate at all: the count is unknown, the baselines stay
+    ({k: v for k, v in LEARNED.items() if "rate" not in k}, 5.0, 20.0, True),
+])
+def test_a_prompt_baseline_counts_once_it_rests_on_enough_prefills(learned: dict[str, float], span: float,
+                                                                   window: float, kept: bool) -> None:
+    spans = {k: span for k in PROMPT_SIGNALS}
+    got, why = settled(learned, spans, window)
+    assert all((k in got) == kept for k in PROMPT_SIGNALS)
+    assert got["requests_running"] == 4.0  # other signals' baselines are never withheld
+    assert set(why) == (set() if kept else set(PROMPT_SIGNALS))
+    assert all(f"{MIN_BASELINE_PREFILLS} needed" in w for w in why.values())
+
+
+def test_a_withheld_prompt_baseline_cannot_show_a_rise() -> None:
+    """The users' first 40 s drew short prompts: their usual prompts then read 2.5x a young baseline."""
+    from sloguard.diagnose.engine import apply
+    from sloguard.diagnose.model import Inputs
+    from sloguard.diagnose.rules import RULES
+
+    sig = {"prompt_tokens_per_request": 500.0, "prompt_tokens_recent": 520.0, "prompt_tokens_p90": 1100.0,
+           "kv_cache_usage_p90": 0.1}
+    young, _ = settled(LEARNED, dict.fromkeys(PROMPT_SIGNALS, 27.0), 20.0)
+    old, _ = settled(LEARNED, dict.fromkeys(PROMPT_SIGNALS, 120.0), 20.0)
+    long_rows = [r for r in RULES if r.cause == "long_prompts"]
+    assert not any(apply(r, Inputs("s", 0.0, 20.0, (), {}, sig, young))[0] for r in long_rows)
+    assert any(apply(r, Inputs("s", 0.0, 20.0, (), {}, sig, old))[0] for r in long_rows)
