@@ -95,7 +95,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory, slack: SlackDouble) -> Iterato
         daemon = start_daemon(tmp, _config(sim, free_port(), tmp / "state", slack.api_url))
         try:
             # healthy first: the diagnosis learns every stage's and signal's baseline
-            wait_until(lambda: _diagnosis(daemon).get("cause") == "none" and _learned(daemon), PATIENCE,
+            wait_until(lambda: _diagnosis(daemon).get("cause") == "none" and _learned(daemon), 3 * PATIENCE,
                        "a healthy verdict with learned baselines")
             yield sim, daemon
         finally:
@@ -120,8 +120,11 @@ def _diagnosis(daemon: Proc) -> dict[str, Any]:
 
 
 def _learned(daemon: Proc) -> bool:
+    """Stage baselines, and the users' prompt baseline: it counts from 100 of their prefills (~60 s at ~1.7/s)."""
     text = http_get(f"{daemon.url}/metrics")[1].decode()
-    return metric_value(text, "sloguard_stage_excess_seconds", {"slo": "chat", "stage": "network"}) is not None
+    prompts = (_diagnosis(daemon).get("signals") or {}).get("prompt_tokens_per_request") or {}
+    return metric_value(text, "sloguard_stage_excess_seconds", {"slo": "chat", "stage": "network"}) is not None \
+        and prompts.get("baseline") is not None
 
 
 def _calm(d: dict[str, Any]) -> bool:
