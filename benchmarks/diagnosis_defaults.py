@@ -25,9 +25,11 @@ p95 objectives are --headroom × the seed's worst healthy 5-min probe p95, and t
 over the SLO's shortest window) and the first cause published after it (2 of the last 3 evaluations, state rows
 counted breach or not, in RULES precedence; the stage a verdict also needs is not modelled).
 
-Measured (commit a4a47db, 2026-11-28, seeds' own phases): verdict − breach within two evaluations: prompts x4 at
-0.5 / 2 / 5 users/s 22/25, 30/30, 29/30 (max +4); load x3 17/17, 30/30, 30/30 (max +2); the right cause named
-first in every breached run; healthy runs: no cause named in 30/30 at each rate. Before the thirty-second span
+Measured (commit 8fb023d, 2026-11-28, seeds' own phases): verdict − breach within two evaluations: prompts x4 at
+0.5 / 2 / 5 users/s 24/25, 30/30, 30/30 (max +3); load x3 17/17, 30/30, 30/30 (max +2); the right cause named
+first in every breached run; healthy runs: no cause named in 30/30 at each rate. Its baselines learn from 30 min,
+where the prompt baselines' 100-prefill rule (prompts.settled, applied by the daemon's service) never binds.
+Before the 2.5x long_prompts row (a4a47db): prompts 22/25, 30/30, 29/30 (max +4). Before the thirty-second span
 (ac5be04, 7c4398c): prompts 22/25, 30/30 (max +2), 28/30. Before the spans ended at the newest scrape (4e91663):
 prompts 22/25, 23/30, 21/23 with capacity named first in 7/30 at 5 users/s.
 

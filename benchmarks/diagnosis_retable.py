@@ -1,12 +1,14 @@
 """Re-decide the runs of benchmarks/diagnosis.py --trace files through the current RULES table, in seconds.
 
-A real-time seed set takes ~28 min; a change to the rule table (a threshold, a guard, a precedence) needs its
-effect on every recorded run, the healthy ones included. Each traced poll holds the signals with their
-baselines, the located stage and the breach the daemon saw; this replays them, one distinct evaluation at a
-time (a poll every half interval shows most evaluations twice), through `engine.apply` and the confirmation's
-rule (a cause held at 2 of the last 3 evaluations, state rows counted breach or not, a published cause kept
-while its row holds; sloguard.diagnose.confirm). What it cannot replay: a change to a signal's computation or
-to where a stage is located (those need the real-time benchmark).
+A real-time seed set takes ~45 min (~28 min with the 60 s warm-up before 2026-11-28); a change to the rule table (a
+threshold, a guard, a precedence) needs its effect on every recorded run, the healthy ones included. Each traced
+poll holds the signals with their baselines, the located stage and the breach the daemon saw; this replays them, one
+distinct evaluation at a time (a poll every half interval shows most evaluations twice), through `engine.apply` and
+the confirmation's rule (a cause held at 2 of the last 3 evaluations, state rows counted breach or not, a published
+cause kept while its row holds; sloguard.diagnose.confirm). What it cannot replay: a change to a signal's
+computation, to where a stage is located, or to which baselines count (a trace records the baselines the daemon
+used: traces of the 60 s warm-up, before prompt baselines needed 100 of the users' prefills, hold prompt baselines
+today's daemon would have withheld at injection); those need the real-time benchmark.
 
 Per trace it prints right cause, no false cause and verdict − breach within two evaluations, the runs whose
 first cause differs from the one the daemon published, and the late ones. The lag counts distinct evaluations
