@@ -440,10 +440,12 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--healthy", type=int, default=10, help="healthy runs in total")
     ap.add_argument("--parallel", type=int, default=4, help="lanes per daemon round")
-    # 150 s: the users' prompt baselines count from 100 of their prefills (prompts.MIN_BASELINE_PREFILLS), at 1 user
-    # request/s ~80 s of settled healthy values plus a window; the newest third of a young history is not yet
-    # settled (history.Baselines), so 120 s of values past the first full window. 60 s until 2026-11-28.
-    ap.add_argument("--warmup", type=float, default=150.0)
+    # 200 s: the users' prompt baselines count from 100 of their prefills (prompts.MIN_BASELINE_PREFILLS): at the
+    # users' learned 0.84-1.1 requests/s ~120 s of settled healthy values plus a window; the newest third of a young
+    # history is not yet settled (history.Baselines), so 180 s of values past the first full window. With 150 s
+    # (seed set 5000) 13 of 45 lanes began their fault with the prompt baseline withheld (~90-105 prefills behind
+    # it), and a long-prompt run was late for it (+33). 60 s until 2026-11-28.
+    ap.add_argument("--warmup", type=float, default=200.0)
     ap.add_argument("--observe", type=float, default=75.0)
     ap.add_argument("--window", type=float, default=20.0, help="diagnose.window in seconds")
     ap.add_argument("--faults", default=",".join(FAULTS))
