@@ -19,20 +19,24 @@ of healthy runs, verdict within two evaluation intervals after the objective bre
 every poll's verdict, evidence and signals (with baselines) per lane, to see why a verdict came late.
 
 Run: .venv/bin/python benchmarks/diagnosis.py [--seeds 5] [--healthy 10] [--parallel 4] [--seed-base 100]
-     (~25 min on 2 cores; tune on the default seeds, validate on --seed-base 1000); shares print with their 95%
+     (~55 min on 2 cores; tune on the default seeds, validate on --seed-base 1000); shares print with their 95%
      Wilson interval; .venv/bin/python benchmarks/diagnosis.py --pool A.json B.json pools --trace files
      .venv/bin/python benchmarks/diagnosis.py --cost   (the diagnosis step's own cost per evaluation, ~1 min)
 
-Measured (2026-11-28, ~1,650 s a seed set, each run on its commit's unchanged tree, load average 0.1-1.3; README
-"Diagnosis" has the per-fault detail, docs/diagnosis-history.md the runs before): at 4e91663 default seeds 35/35
-right, 10/10 healthy, verdict − breach of the explained objective within 2 in 27/30 timed runs (median +0, max +8);
---seed-base 1000: 35/35, 10/10, 29/33 (max +35); --seed-base 2000: 35/35, 10/10, 31/34 (max +10); the default seeds
-at 17c5260: 35/35, 9/10, 29/32 (max +14); new seeds --seed-base 3000 at 680a35b: 34/35, 10/10, 29/34 (max +12);
---seed-base 1000 at a4a47db (the rules now): 35/35, 10/10, 29/32 (max +10); --seed-base 2000 at fdd826e: 35/35,
-10/10, 31/34 (max +12). The seven pooled: 244/245, 69/70, 205/229.
+Measured (2026-11-28, each run on its commit's unchanged tree, load average 0.0-1.6; README "Diagnosis" has the
+per-fault detail, docs/diagnosis-history.md the runs before). With the 60 s warm-up (~1,650 s a set): at 4e91663
+the default seeds 35/35 right, 10/10 healthy, verdict − breach of the explained objective within 2 in 27/30 timed
+runs (median +0, max +8); --seed-base 1000: 35/35, 10/10, 29/33 (max +35); 2000: 35/35, 10/10, 31/34 (max +10);
+the default seeds at 17c5260: 35/35, 9/10, 29/32 (max +14); seeds 3000 at 680a35b: 34/35, 10/10, 29/34 (max +12);
+1000 at a4a47db: 35/35, 10/10, 29/32 (max +10); 2000 at fdd826e: 35/35, 10/10, 31/34 (max +12); held-out 4000 at
+f03cd7c: 32/35 (three runs of one seed named long_prompts against a prompt baseline learned from ~45 prefills),
+10/10, 25/30 (max +37). The eight pooled: 276/280, 79/80, 230/259. With the 100-prefill prompt baselines and a
+150 s warm-up (8fb023d, ~2,730 s a set): seed 4002 alone 6/6 breached runs right, 1/1, 6/6; new seeds 5000: 34/35
+(a KV shrink never breached), 10/10, 27/32 (max +33). The warm-up is 200 s since: at 150 s 13 of 45 lanes began
+their fault with the prompt baseline still withheld.
 benchmarks/diagnosis_retable.py re-decides the traces through today's rule table in seconds. Late verdicts left:
 long_prompts at 1 user request/s (the users' mean prompt of ~20 requests per window, against a baseline learned
-from ~60, fills slowly while long prefills jam the engine) and load surges whose arrivals stand out of Poisson
+from ~60-200, fills slowly while long prefills jam the engine) and load surges whose arrivals stand out of Poisson
 noise only after the SLO's probes breached. The daemon's defaults (300 s window, 15 s evaluations) are
 replayed in virtual time by benchmarks/diagnosis_defaults.py.
 """
