@@ -129,8 +129,9 @@ class Probes:
     """sloguard's probes at the daemon's defaults on the virtual server, and the SLO's p95 over its shortest window.
 
     One probe every `interval` virtual seconds (the probe defaults: 30 s, 64 prompt tokens, 64 tokens out) from a
-    seeded offset. The daemon knows a probe's start at once and its prefill (first token) when its result comes
-    back at the end of the stream: ProbeLoad is fed the same way, so the users' signals leave the probes out.
+    seeded offset. ProbeLoad is fed its start at once and its prefill (first token) when its result comes back at
+    the end of the stream, so the users' signals leave the probes out. The daemon learns the first token as it
+    comes (sloguard.probes.prefill); a default probe, in flight ~2 s of its 30, is not worth modelling that here.
     """
 
     def __init__(self, sim: VirtualServer, seed: int, interval: float) -> None:
@@ -151,7 +152,7 @@ class Probes:
     def collect(self, t: float) -> None:
         """Take the probe results that finished by `t` (the virtual server keeps them in `done`)."""
         done, self.sim.done = self.sim.done, []
-        self.load.observe((), t, [("t", r.arrival + r.ttft_s, r.prompt_tokens) for r in done])
+        self.load.observe((), t, [("t", r.arrival + r.ttft_s, r.prompt_tokens, "") for r in done])
         self.results += [(r.arrival + r.e2e_s, r.ttft_s, r.tpot_s) for r in done]
 
     def p95(self, window: float, now: float) -> tuple[float, float] | None:

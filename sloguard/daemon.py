@@ -202,7 +202,8 @@ class Daemon:
     def drain_probes(self) -> None:
         """Move probe results into the SLO windows, then hand them to the store (which may fail: they wait)."""
         raw = self.probes.drain(supervise=not self.stopping.is_set())
-        self.diagnosis.observe_probes(self.probes.started(), self.clock.now(), self.probes.reached)
+        self.diagnosis.observe_probes(self.probes.started(), self.clock.now(), self.probes.reached,
+                                      self.probes.prefilled())
         results = self.reports.stamp(self.records.finalise(raw))
         if results:
             self.slo.add_probe_results(results)

@@ -3,9 +3,9 @@
 The engine counts every request it serves, the probes' too. Their fixed schedule is not the users' load: it
 adds no Poisson noise, so a users' surge is told from their own healthy rate by its significance
 (arrival_surge_z), which needs the users' count alone. Pure and clock-free: `now` comes from the caller. The
-probes' prefills (prompt tokens at each result's first token) are kept for the users' mean prompt length
-(signals); the prompt-length p90 is not corrected (measured: the users' p90 then sat in vLLM's coarse
-1,000-2,000 bucket, and long_prompts fell to 2 of 5 right).
+probes' prefills (at each first token, as the probe process reports it; the server's prompt-token count once the
+result is back) are kept for the users' mean prompt length (signals); the prompt-length p90 is not corrected
+(measured: the users' p90 then sat in vLLM's coarse 1,000-2,000 bucket, and long_prompts fell to 2 of 5 right).
 """
 
 from __future__ import annotations
@@ -41,33 +41,65 @@ def span_end(newest: float | None, now: float, window: float) -> float:
 
 
 class ProbeLoad:
-    """Per target, sloguard's probe requests of the last `horizon` seconds: start times, and prefills with tokens."""
+    """Per target, sloguard's probe requests of the last `horizon` seconds: start times, and prefills with tokens.
+
+    A prefill is known as its first token comes (`live`, from the probe process, with the prompt's nominal size) and
+    again when its result comes back with the server's prompt-token count. Until then, and for good when the probe
+    was cut short before its usage chunk, its tokens are the nominal size plus the offset the server's counts of
+    that size last showed (a chat template's tokens).
+    """
 
     def __init__(self, horizon: float) -> None:
         self.horizon = horizon
         self._starts: dict[str, deque[float]] = {}
-        self._prefills: dict[str, list[tuple[float, int]]] = {}  # (wall time of the first token, prompt tokens)
+        self._prefills: dict[str, dict[str, tuple[float, int]]] = {}  # key -> (wall time of first token, tokens)
+        self._nominal: dict[str, tuple[str, int]] = {}  # key -> (target, nominal tokens) until its result comes
+        self._offset: dict[tuple[str, int], int] = {}  # (target, nominal tokens) -> server's count − nominal
+        self._unkeyed = 0
 
     def observe(self, started: Iterable[tuple[str, float]], now: float,
-                prefilled: Iterable[tuple[str, float, int]] = ()) -> None:
+                prefilled: Iterable[tuple[str, float | None, int | None, str]] = (),
+                live: Iterable[tuple[str, str, float, int]] = ()) -> None:
         """Record probe starts and prefills; forget those over the horizon.
 
-        `started`: (target, wall time) as the probe process sent each request; `prefilled`: (target, wall time of
-        the first token, prompt tokens) as results come back, seconds later and not in order.
+        `started`: (target, wall time) as the probe process sent each request; `live`: (target, trace id, wall time,
+        nominal prompt tokens) as each first token came; `prefilled`: (target, wall time of the first token or None,
+        the server's prompt tokens or None, trace id) as results come back, seconds later and not in order.
         """
         for target, ts in started:
             self._starts.setdefault(target, deque()).append(ts)
-        for target, ts, tokens in prefilled:
-            self._prefills.setdefault(target, []).append((ts, tokens))
+        for target, key, ts, nominal in live:
+            self._nominal[key] = (target, nominal)
+            self._prefills.setdefault(target, {})[key] = (ts, nominal + self._offset.get((target, nominal), 0))
+        for target, at, tokens, key in prefilled:
+            self._result(target, at, tokens, key)
         for points in self._starts.values():
             while points and points[0] < now - self.horizon:
                 points.popleft()
         # results come back out of order: filter, not pop from the left (a few hundred per target at most)
-        self._prefills = {t: [p for p in done if p[0] >= now - self.horizon] for t, done in self._prefills.items()}
+        self._prefills = {t: {k: p for k, p in done.items() if p[0] >= now - self.horizon}
+                          for t, done in self._prefills.items()}
+        self._nominal = {k: v for k, v in self._nominal.items() if k in self._prefills.get(v[0], {})}
+
+    def _result(self, target: str, at: float | None, tokens: int | None, key: str) -> None:
+        """Take one result: the server's count replaces a live estimate; one never seen live is added if counted."""
+        got = self._prefills.setdefault(target, {})
+        if key in got:
+            nominal = self._nominal.pop(key, None)
+            if tokens:
+                got[key] = (at if at is not None else got[key][0], tokens)
+                if nominal is not None:
+                    self._offset[nominal] = tokens - nominal[1]
+            return  # no count: cut short after its first token, which the engine counted all the same
+        if at is not None and tokens:
+            if not key:
+                self._unkeyed += 1
+                key = f"#{self._unkeyed}"
+            got[key] = (at, tokens)
 
     def prefills(self, target: str, window: float, now: float) -> tuple[int, int]:
         """Return the probe prefills whose first token came in (now − window, now]: how many, their prompt tokens."""
-        inside = [n for ts, n in self._prefills.get(target, ()) if now - window < ts <= now]
+        inside = [n for ts, n in self._prefills.get(target, {}).values() if now - window < ts <= now]
         return len(inside), sum(inside)
 
     def starts(self, target: str, window: float, now: float) -> int:
@@ -79,6 +111,7 @@ class ProbeLoad:
         names = set(keep)
         self._starts = {t: v for t, v in self._starts.items() if t in names}
         self._prefills = {t: v for t, v in self._prefills.items() if t in names}
+        self._nominal = {k: v for k, v in self._nominal.items() if v[0] in names}
 
 
 def arrivals(series: Series, server: ServerLike, target: str, finished: Collection[str], window: float,

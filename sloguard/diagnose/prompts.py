@@ -55,8 +55,8 @@ def _users_mean(prompts: tuple[float, float], first: float, probes: ProbeLoad | 
     `least` of their prefills.
 
     Never the probes' mean in the users' place (a target only sloguard probes has no users' prompts to
-    shift), which would become a baseline that the users' own prompts read 3x over. A probe whose first token
-    came but whose result has not yet returned is still counted as a user's: the mean errs toward the probes'.
+    shift), which would become a baseline that the users' own prompts read 3x over. A probe counts as its first
+    token comes (ProbeLoad: live from the probe process, the server's count once its result is back).
     """
     count, tokens = probes.prefills(target, prompts[1], now) if probes is not None else (0, 0)
     users, user_tokens = first - count, prompts[0] - tokens

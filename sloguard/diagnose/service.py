@@ -77,10 +77,12 @@ class Diagnoser:
                 self.processes.setdefault(target, []).append(p.name)
 
     def observe_probes(self, started: Sequence[tuple[str, float]], now: float,
-                       results: Sequence[ProbeResult] = ()) -> None:
-        """Record the probes' own requests: (target, wall time) as each starts, and each result's prefill."""
-        self.probes.observe(started, now, [(r.target, r.ts + r.ttft_s, r.prompt_tokens) for r in results
-                                           if r.ttft_s is not None and r.prompt_tokens])
+                       results: Sequence[ProbeResult] = (),
+                       live: Sequence[tuple[str, str, float, int]] = ()) -> None:
+        """Record the probes' own requests: (target, wall time) as each starts, each first token as it comes (live:
+        target, trace id, wall time, nominal prompt tokens) and each result's prefill."""
+        self.probes.observe(started, now, [(r.target, r.ts + r.ttft_s if r.ttft_s is not None else None,
+                                            r.prompt_tokens, r.trace_id) for r in results], live)
 
     def step(self, now: float, statuses: Sequence[SLOStatus], engine: WindowsLike, server: ServerLike | None,
              samples: Sequence[Sample]) -> None:

@@ -66,6 +66,10 @@ class ProbeFeed:
         """Return (target, wall time) of each probe request that started since the last call (after drain())."""
         return self.worker.take_started()
 
+    def prefilled(self) -> list[tuple[str, str, float, int]]:
+        """Return (target, trace id, wall time, nominal prompt tokens) of each probe first token since the last call."""
+        return self.worker.take_prefilled()
+
     def _supervise(self) -> None:
         if self.worker.alive() or time.monotonic() - self._restarted_at < RESTART_BACKOFF:
             return

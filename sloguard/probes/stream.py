@@ -32,6 +32,7 @@ import aiohttp
 from aiohttp.http_exceptions import HttpProcessingError
 
 from sloguard.model import ProbeResult
+from sloguard.probes import prefill
 from sloguard.probes.arrival import Arrivals, Slicer, StampedResponse, capturing
 from sloguard.probes.connection import SETTLE_S, FreshConnector
 from sloguard.probes.events import Decoder, Events
@@ -222,7 +223,7 @@ async def run_stream(
     if job.api_key:
         headers["Authorization"] = f"Bearer {job.api_key}"
     events = Events(decode, job.max_events)
-    f = await fetch(session, url, body, headers, job.timeout, events.feed)
+    f = await fetch(session, url, body, headers, job.timeout, prefill.sink(events, trace_id, prompt.tokens))
     ran = (time.perf_counter_ns() - f.stamps.t0_ns) * 1e-9  # until the request ended, however it ended
     _warn_if_unstamped(f.late)
     summary = await events.summary(f.stamps.t0_ns, gaps=f.error is None)  # a failed request: O(1), no ITL

@@ -134,6 +134,11 @@ class Tally:
         self.done = False
         self.events = 0
 
+    @property
+    def output_seen(self) -> bool:
+        """Return whether an event carried output yet: text, a stated token or a textless step (the prefill ended)."""
+        return len(self._cands) > 0
+
     def add(self, t_ns: int, c: Chunk) -> None:
         """Record one event; later usage totals win over earlier partial ones."""
         self.events += 1

@@ -30,6 +30,7 @@ from sloguard.model import ProbeResult
 from sloguard.probes import PROBES
 from sloguard.probes.job import ProbeJob
 from sloguard.probes.lag import BusyMeter
+from sloguard.probes.prefill import PREFILLED
 from sloguard.probes.stream import make_session
 from sloguard.probes.workload import pick_prompt
 
@@ -51,6 +52,8 @@ class ProbeWorker:
         self._pending: list[ProbeResult] = []  # drained while stopping, handed out by the next drain()
         # (target, wall time) of each request as it started; bounded for a caller that never takes them (CLI)
         self._started: deque[tuple[str, float]] = deque(maxlen=MAX_STARTED)
+        # (target, trace id, wall time, nominal prompt tokens) of each first token as it came, bounded the same way
+        self._prefilled: deque[tuple[str, str, float, int]] = deque(maxlen=MAX_STARTED)
         self.overhead_seconds = 0.0
         self.stall_seconds = 0.0
 
@@ -82,6 +85,8 @@ class ProbeWorker:
                 out.append(value)
             elif kind == "started":
                 self._started.append(value)
+            elif kind == "prefilled":
+                self._prefilled.append(value)
             else:
                 self.overhead_seconds, self.stall_seconds = (float(v) for v in value)
 
@@ -89,6 +94,12 @@ class ProbeWorker:
         """Return (target, wall time) of the requests that started since the last call (drain() collects them)."""
         out = list(self._started)
         self._started.clear()
+        return out
+
+    def take_prefilled(self) -> list[tuple[str, str, float, int]]:
+        """Return (target, trace id, wall time, nominal prompt tokens) of the first tokens since the last call."""
+        out = list(self._prefilled)
+        self._prefilled.clear()
         return out
 
     def stop(self, timeout: float = STOP_GRACE_S + 1.0) -> None:
@@ -230,6 +241,9 @@ class _Runner:
     async def _probe(self, job: ProbeJob, rng: random.Random) -> None:
         assert self._session is not None
         prompt = pick_prompt(job, rng)
+        # this task's own context: the first token is reported as it comes, not with the result at the stream's end
+        PREFILLED.set(lambda trace_id, tokens: self._results.put(
+            ("prefilled", (job.target, trace_id, time.time(), tokens))))
         try:
             result = await PROBES[job.probe_key](self._session, job, prompt)
         except Exception as exc:  # a bug in a probe must show up as a failed request, not a silent gap

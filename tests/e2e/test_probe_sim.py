@@ -93,6 +93,12 @@ def test_probe_process_runs_updates_and_stops(sim: str) -> None:
         started = worker.take_started()  # the diagnosis takes these out of the users' arrivals
         assert {t for t, _ in started} == {"sim"} and len(started) >= len(first)
         assert all(any(abs(ts - r.ts) < 0.05 for _, ts in started) for r in first)  # each result's start
+        # each first token as it came (the diagnosis counts the probe's prefill before its result is back)
+        live = {key: (target, ts, tokens) for target, key, ts, tokens in worker.take_prefilled()}
+        for r in first:
+            target, ts, tokens = live[r.trace_id]
+            assert (target, tokens) == ("sim", 64) and r.ttft_s is not None
+            assert r.ts + r.ttft_s <= ts + 0.05 and ts <= r.ts + (r.e2e_s or 0.0) + 0.05
         worker.update(jobs[:1])
         _drain_until(worker, 2, 10)  # requests in flight at the update may still report
         later = _drain_until(worker, 4, 30)

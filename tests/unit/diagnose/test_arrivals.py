@@ -27,13 +27,35 @@ def test_starts_by_their_own_times() -> None:
 def test_prefills_by_their_first_tokens_out_of_order() -> None:
     """Results come back as each probe finishes: a later first token may arrive first."""
     load = ProbeLoad(horizon=20.0)
-    load.observe([], now=10.0, prefilled=[("t", 9.0, 128), ("t", 2.0, 512), ("u", 9.5, 64)])
-    load.observe([], now=12.0, prefilled=[("t", 8.5, 128)])
+    load.observe([], now=10.0, prefilled=[("t", 9.0, 128, "a"), ("t", 2.0, 512, "b"), ("u", 9.5, 64, "")])
+    load.observe([], now=12.0, prefilled=[("t", 8.5, 128, "")])
     assert load.prefills("t", 5.0, 12.0) == (2, 256) and load.prefills("t", 20.0, 12.0) == (3, 768)
     load.observe([], now=25.0)  # 2.0 is over the horizon: forgotten
     assert load.prefills("t", 30.0, 25.0) == (2, 256)
     load.forget(["t"])
     assert load.prefills("u", 30.0, 25.0) == (0, 0)
+
+
+def test_prefills_as_their_first_tokens_come() -> None:
+    """A first token counts at once with its nominal tokens; the result's server count replaces it."""
+    load = ProbeLoad(horizon=20.0)
+    load.observe([], now=5.0, live=[("t", "a", 4.0, 128)])
+    assert load.prefills("t", 5.0, 5.0) == (1, 128)  # in flight: its result is seconds away
+    load.observe([], now=8.0, prefilled=[("t", 4.01, 141, "a")])
+    assert load.prefills("t", 5.0, 8.0) == (1, 141)  # the server's count: one prefill, not two
+    load.observe([], now=9.0, live=[("t", "b", 9.0, 128), ("t", "c", 9.0, 512)])
+    assert load.prefills("t", 1.0, 9.0) == (2, 141 + 512)  # a's offset (+13) for 128 only: 512 never seen
+    load.observe([], now=14.0, prefilled=[("t", 9.0, None, "b")])  # cut short: no usage chunk came
+    assert load.prefills("t", 10.0, 14.0) == (3, 141 + 141 + 512)  # the engine counted b's prefill all the same
+
+
+def test_results_never_seen_live() -> None:
+    """Without a first-token report (an abort check, an older probe process) a counted result still counts."""
+    load = ProbeLoad(horizon=20.0)
+    load.observe([], now=5.0, prefilled=[("t", 4.0, 128, "x"), ("t", 4.5, None, "y"), ("t", None, 64, "z")])
+    assert load.prefills("t", 5.0, 5.0) == (1, 128)  # y and z: no count or no first token, nothing to take out
+    load.observe([], now=30.0, live=[("t", "late", 29.0, 128)])
+    assert load.prefills("t", 30.0, 30.0) == (1, 128)  # x forgotten over the horizon
 
 
 @pytest.mark.parametrize("counts, rate, z", [

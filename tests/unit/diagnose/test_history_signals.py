@@ -226,7 +226,7 @@ def _shifted(users_prompt: float) -> tuple[ServerWindows, ProbeLoad]:
         server.add(_prefills(float(t), first, prompt, finished_128=0.0))
         first, prompt = first + 3.0, prompt + users_prompt + 2 * 128.0
     # each probe's result: its first token at t + 0.25 / t + 0.75 (wall time), reported with its prompt tokens
-    load.observe([], now=20.0, prefilled=[("t", t + k, 128) for t in range(20) for k in (0.25, 0.75)])
+    load.observe([], now=20.0, prefilled=[("t", t + k, 128, "") for t in range(20) for k in (0.25, 0.75)])
     return server, load
 
 
@@ -258,7 +258,7 @@ def test_recent_prompts_are_the_users_mean_over_the_span_a_shift_filled(users_pe
         server.add(_prefills(float(t), first, prompt, finished_128=0.0))
         first += users_per_s + 2.0
         prompt += users_per_s * (1600.0 if t >= shift_at else 400.0) + 2 * 128.0
-    load.observe([], now=40.0, prefilled=[("t", t + k, 128) for t in range(40) for k in (0.25, 0.75)])
+    load.observe([], now=40.0, prefilled=[("t", t + k, 128, "") for t in range(40) for k in (0.25, 0.75)])
     sig = engine_signals(Series(600.0), server, "t", window=40.0, hold=60.0, now=40.0, probes=load)
     assert sig["prompt_tokens_recent"] == pytest.approx(recent)
     assert sig["prompt_tokens_per_request"] <= sig["prompt_tokens_recent"]
@@ -269,7 +269,7 @@ def test_no_users_prompt_mean_from_a_few_of_their_prefills() -> None:
     server, load = ServerWindows(), ProbeLoad(horizon=40.0)
     for t in range(21):
         server.add(_prefills(float(t), 2.0 * t + min(t, 4), 256.0 * t + 1000.0 * min(t, 4), finished_128=0.0))
-    load.observe([], now=20.0, prefilled=[("t", t + k, 128) for t in range(20) for k in (0.25, 0.75)])
+    load.observe([], now=20.0, prefilled=[("t", t + k, 128, "") for t in range(20) for k in (0.25, 0.75)])
     sig = engine_signals(Series(600.0), server, "t", window=20.0, hold=60.0, now=20.0, probes=load)
     assert "prompt_tokens_per_request" not in sig and "prompt_tokens_p90" not in sig  # nothing finished either
 

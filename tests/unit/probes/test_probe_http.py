@@ -13,6 +13,7 @@ from sloguard.model import ProbeResult
 from sloguard.probes import PROBES
 from sloguard.probes.job import ProbeJob
 from sloguard.probes.outcome import outcome
+from sloguard.probes.prefill import PREFILLED
 from sloguard.probes.stream import make_session
 from sloguard.probes.workload import Prompt
 from tests.support import hostile_streams
@@ -198,3 +199,55 @@ def test_body_longer_than_content_length_keeps_the_status() -> None:
 def test_a_server_closing_after_each_response_never_fails_the_next_probe() -> None:
     results, _ = asyncio.run(_hostile("llamaclose", 5.0, n=6))
     assert [(r.ok, r.error) for r in results] == [(True, None)] * 6
+
+
+def test_first_token_reported_while_the_stream_runs() -> None:
+    """The PREFILLED hook fires once, on the first output token, not on the role chunk, before the stream ends."""
+    heard: list[tuple[str, int]] = []
+    told = asyncio.Event()
+    before: list[bool] = []
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        chunks = CHAT_BODY.split(b"\n\n")[:-1]
+        await resp.write(chunks[0] + b"\n\n")  # role only, empty content: the prefill may not have ended
+        await asyncio.sleep(0.1)
+        before.append(told.is_set())
+        await resp.write(chunks[1] + b"\n\n")
+        await asyncio.wait_for(told.wait(), 5.0)  # the hook must fire before the rest is sent
+        for line in chunks[2:]:
+            await resp.write(line + b"\n\n")
+        await resp.write_eof()
+        return resp
+
+    def hook(trace_id: str, tokens: int) -> None:
+        heard.append((trace_id, tokens))
+        told.set()
+
+    async def run() -> ProbeResult:
+        PREFILLED.set(hook)
+        return await with_app([web.post("/v1/chat/completions", handle)], job)
+
+    r = asyncio.run(run())
+    assert r.ok and before == [False] and heard == [(r.trace_id, 64)]
+
+
+def test_first_token_reported_for_a_probe_cut_short() -> None:
+    """A probe timed out after its first token has no usage chunk; the engine counted its prefill, the hook too."""
+    heard: list[tuple[str, int]] = []
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for line in CHAT_BODY.split(b"\n\n")[:2]:
+            await resp.write(line + b"\n\n")
+        await asyncio.sleep(1.0)  # stalls past the probe's timeout
+        return resp
+
+    async def run() -> ProbeResult:
+        PREFILLED.set(lambda trace_id, tokens: heard.append((trace_id, tokens)))
+        return await with_app([web.post("/v1/chat/completions", handle)], lambda u: job(u, timeout=0.5))
+
+    r = asyncio.run(run())
+    assert not r.ok and r.prompt_tokens is None and r.ttft_s is not None and heard == [(r.trace_id, 64)]
