@@ -241,6 +241,19 @@ def test_prompt_length_is_the_users_without_the_probes(users_prompt: float) -> N
     assert users["prompt_tokens_recent"] == users["prompt_tokens_per_request"]  # 10 users' prefills per half: none
 
 
+def test_probes_in_flight_and_cut_short_are_not_the_users() -> None:
+    """Probes whose results are not back, or came back cut short without usage, still leave the users' mean."""
+    server, _ = _shifted(1688.0)
+    load = ProbeLoad(horizon=40.0)
+    keys = [(f"{t}/{k}", t + k) for t in range(20) for k in (0.25, 0.75)]
+    load.observe([], now=20.0, live=[("t", key, ts, 128) for key, ts in keys])  # every first token as it came
+    # a third came back counted, a third cut short (no usage chunk), the rest still streaming at t = 20
+    load.observe([], now=20.0, prefilled=[("t", ts, 128 if i % 3 == 0 else None, key)
+                                          for i, (key, ts) in enumerate(keys) if i % 3 < 2])
+    users = engine_signals(Series(600.0), server, "t", window=20.0, hold=60.0, now=20.0, probes=load)
+    assert users["prompt_tokens_per_request"] == pytest.approx(1688.0)
+
+
 @pytest.mark.parametrize(("users_per_s", "shift_at", "recent"), [
     (4, 35, 1600.0),  # the last eighth (5 s): 20 users' prefills, all 4x
     (3, 35, (15 * 1600.0 + 15 * 400.0) / 30),  # 15 in the eighth are too few: the quarter, half of them 4x
