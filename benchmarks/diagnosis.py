@@ -34,7 +34,9 @@ f03cd7c: 32/35 (three runs of one seed named long_prompts against a prompt basel
 150 s warm-up (8fb023d, ~2,730 s a set): seed 4002 alone 6/6 breached runs right, 1/1, 6/6; new seeds 5000: 34/35
 (a KV shrink never breached), 10/10, 27/32 (max +33). The warm-up is 200 s since: at 150 s 13 of 45 lanes began
 their fault with the prompt baseline still withheld; seed set 5000's long-prompt runs at 200 s (a3c36d4): 5/5, 3/3
-healthy, 2/4 within two (+0, +3, +0, +7), every one with a prompt baseline at injection.
+healthy, 2/4 within two (+0, +3, +0, +7), every one with a prompt baseline at injection. New seeds 6000 at 200 s:
+at 38b1594 35/35, 10/10, 30/33 (max +9); at 3d02c25 (probe prefills counted at their first token, ~3,330 s a set)
+35/35, 10/10, 34/35 (max +4), the long-prompt runs +4, +2, +4, +9, +0 → +0, +0, +0, +4, +0.
 benchmarks/diagnosis_retable.py re-decides the traces through today's rule table in seconds. Late verdicts left:
 long_prompts at 1 user request/s (the users' mean prompt of ~20 requests per window, against a baseline learned
 from ~60-200, fills slowly while long prefills jam the engine) and load surges whose arrivals stand out of Poisson
