@@ -36,7 +36,8 @@ f03cd7c: 32/35 (three runs of one seed named long_prompts against a prompt basel
 their fault with the prompt baseline still withheld; seed set 5000's long-prompt runs at 200 s (a3c36d4): 5/5, 3/3
 healthy, 2/4 within two (+0, +3, +0, +7), every one with a prompt baseline at injection. New seeds 6000 at 200 s:
 at 38b1594 35/35, 10/10, 30/33 (max +9); at 3d02c25 (probe prefills counted at their first token, ~3,330 s a set)
-35/35, 10/10, 34/35 (max +4), the long-prompt runs +4, +2, +4, +9, +0 → +0, +0, +0, +4, +0.
+35/35, 10/10, 34/35 (max +4), the long-prompt runs +4, +2, +4, +9, +0 → +0, +0, +0, +4, +0; seeds 7000's long
+prompts alone (--faults long_prompts --seeds 8 --healthy 0): 4/7 → 7/7 within two.
 benchmarks/diagnosis_retable.py re-decides the traces through today's rule table in seconds. Late verdicts left:
 long_prompts at 1 user request/s (the users' mean prompt of ~20 requests per window, against a baseline learned
 from ~60-200, fills slowly while long prefills jam the engine) and load surges whose arrivals stand out of Poisson
