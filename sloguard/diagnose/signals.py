@@ -86,6 +86,10 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
     kv_high = series.quantile(f"{target}/kv_cache_usage_ratio", KV_Q, window, now)
     if kv_high is not None:
         out["kv_cache_usage_p90"] = kv_high
+    # The recent peak: a cache that just ran out shows at once, where the window's p90 waits for a tenth of it.
+    kv_peak = series.max(f"{target}/kv_cache_usage_ratio", window * RECENT, now)
+    if kv_peak is not None:
+        out["kv_cache_usage_peak"] = kv_peak
     names = server.counter_names(target)
     finished = {n for n in names if n.startswith("finished:")}
     if "preemptions" in names and (v := _rate(server, target, ("preemptions",), window, now)) is not None:

@@ -130,6 +130,24 @@ def test_kv_pressure_reads_the_window_p90_not_the_mean() -> None:
     assert sig["kv_cache_usage_ratio"] == pytest.approx(0.716) and sig["kv_cache_usage_p90"] == 0.95
 
 
+def test_a_cache_that_just_ran_out_reads_full_at_its_recent_peak() -> None:
+    """A cache full at the last 2 of 20 scrapes: p90 still 0.1 (a tenth of the window not yet full), peak 0.97."""
+    server, series = ServerWindows(), Series(horizon=600.0)
+    for i in range(20):
+        kv = 0.1 if i < 18 else (0.97, 0.93)[i - 18]
+        server.add(_view(float(i), 2.0 * i, 100.0 * i, 0.0 if i < 18 else float(i - 17), waiting=0.0, running=4.0,
+                         kv=kv))
+        record_engine(series, server, "t")
+    sig = engine_signals(series, server, "t", window=20.0, hold=60.0, now=19.0)
+    assert sig["kv_cache_usage_p90"] == 0.1 and sig["kv_cache_usage_peak"] == 0.97
+    assert sig["preemptions_per_second"] > 0
+    # an old peak, before the window's last quarter, is not a cache that ran out now
+    for i in range(20, 26):
+        server.add(_view(float(i), 2.0 * i, 100.0 * i, 2.0, waiting=0.0, running=4.0, kv=0.2))
+        record_engine(series, server, "t")
+    assert engine_signals(series, server, "t", window=20.0, hold=60.0, now=25.0)["kv_cache_usage_peak"] == 0.2
+
+
 def _prompts(ts: float, short: int, long: int, scale: float = 1.0) -> ServerView:
     """Cumulative prompt-length histogram (vLLM buckets): `short` prompts of 128 tokens, `long` ones of 8000."""
     bounds = (50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0, 10000.0, float("inf"))

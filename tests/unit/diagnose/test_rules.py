@@ -26,7 +26,7 @@ BASE = {"ttft": _r("ttft", 0.2, 0.2, "probe"), "network": _r("network", 0.005, 0
         "decode": _r("decode", 0.012, 0.012), "tpot": _r("tpot", 0.012, 0.012, "probe")}
 # every signal available and at its healthy value, with baselines equal to them
 HEALTHY = {"requests_waiting": 0.0, "requests_running": 4.0, "kv_cache_usage_ratio": 0.3, "kv_cache_usage_p90": 0.35,
-           "prompt_tokens_p90": 1000.0,
+           "kv_cache_usage_peak": 0.4, "prompt_tokens_p90": 1000.0,
            "preemptions_per_second": 0.0, "request_rate": 2.0, "prompt_tokens_per_request": 400.0,
            "prompt_tokens_recent": 420.0, "engine_restarts": 0.0, "cold_starts": 0.0, "serving_cpu_cores": 0.1,
            "gpu_throttle_reasons": 0.0,
@@ -161,6 +161,25 @@ CASES = [
         "requests_waiting": 9.0}), "queue", "kv_cache_pressure"),
     ("kv mean high but never full (p90 below 0.85)", _inputs(stages=QUEUED, signals={
         "kv_cache_usage_ratio": 0.86, "kv_cache_usage_p90": 0.84, "requests_waiting": 9.0}), "queue", "capacity"),
+    # a cache that has just run out: the engine preempts and the recent scrapes read full while the window's p90
+    # is still low (benchmark trace: 0.09, then 0.66 for 2 s, and the queue it formed read capacity)
+    ("a cache that just ran out: preemptions and a full recent scrape", _inputs(stages=QUEUED, signals={
+        "kv_cache_usage_ratio": 0.37, "kv_cache_usage_p90": 0.09, "kv_cache_usage_peak": 0.97,
+        "preemptions_per_second": 0.2, "requests_waiting": 2.4}), "queue", "kv_cache_pressure"),
+    ("a full recent scrape without preemptions is not KV pressure", _inputs(stages=QUEUED, signals={
+        "kv_cache_usage_p90": 0.3, "kv_cache_usage_peak": 0.97, "requests_waiting": 9.0}), "queue", "capacity"),
+    ("preemptions with the cache short of its limit are not KV pressure", _inputs(stages=QUEUED, signals={
+        "kv_cache_usage_p90": 0.3, "kv_cache_usage_peak": 0.8, "preemptions_per_second": 0.2,
+        "requests_waiting": 9.0}), "queue", "capacity"),
+    ("preemptions as usual are not a cache that just ran out", _inputs(stages=QUEUED, signals={
+        "kv_cache_usage_p90": 0.3, "kv_cache_usage_peak": 0.97, "preemptions_per_second": 0.2,
+        "requests_waiting": 9.0}, baselines={"preemptions_per_second": 0.15}), "queue", "capacity"),
+    ("an engine without a KV gauge: preemptions alone name nothing", _inputs(stages=QUEUED, signals={
+        "preemptions_per_second": 0.2, "requests_waiting": 9.0},
+        drop=("kv_cache_usage_ratio", "kv_cache_usage_p90", "kv_cache_usage_peak")), "queue", "capacity"),
+    ("long prompts before a cache that just ran out", _inputs(stages=PREFILL, signals={
+        "prompt_tokens_per_request": 1600.0, "prompt_tokens_p90": 4000.0, "kv_cache_usage_peak": 0.97,
+        "preemptions_per_second": 0.2}), "prefill", "long_prompts"),
     # long prompts: the mean and (from the engine's prompt-length histogram) the p90 both rose
     ("long prompts slow decoding", _inputs((TPOT,), SLOW_DECODE, {"prompt_tokens_per_request": 1600.0,
                                                                   "prompt_tokens_p90": 4000.0, "request_rate": 3.5}),
@@ -225,6 +244,9 @@ CASES = [
     # single stage" while the cache sat at 0.98 and preemptions ran)
     ("kv pressure names a breach no stage explains", _inputs((CUT_TPOT,), {"tpot": 0.011, "decode": 0.011}, {
         "kv_cache_usage_p90": 0.98, "preemptions_per_second": 0.05, "requests_waiting": 4.0}), "none",
+     "kv_cache_pressure"),
+    ("a cache that just ran out names a breach no stage explains", _inputs((CUT_TPOT,), {
+        "tpot": 0.011, "decode": 0.011}, {"kv_cache_usage_peak": 0.98, "preemptions_per_second": 0.2}), "none",
      "kv_cache_pressure"),
     ("a full cache without preemptions or a queue does not name an unlocated breach", _inputs(
         (CUT_TPOT,), {"tpot": 0.011, "decode": 0.011}, {"kv_cache_usage_p90": 0.98}), "none", "unknown"),
