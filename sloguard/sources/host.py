@@ -50,7 +50,8 @@ class ProcStats:
     rss: float
     threads: float
     fds: float | None
-    started: float
+    started: float  # Unix time (exported); moves with the wall clock, so not the process's identity
+    since_boot: float  # seconds from boot to its start: with the pid, its identity
 
 
 class ProcessFinder:
@@ -125,17 +126,33 @@ def read_stats(name: str, proc: Any, psutil_mod: ModuleType) -> ProcStats | None
             cpu = proc.cpu_times()
             fds = _safe(proc.num_fds) if hasattr(proc, "num_fds") else None
             rss, threads = float(proc.memory_info().rss), float(proc.num_threads())
+            started = proc.create_time()
             return ProcStats(name, proc.pid, cpu.user, cpu.system, rss, threads,
-                             None if fds is None else float(fds), proc.create_time())
+                             None if fds is None else float(fds), started, started - psutil_mod.boot_time())
     except psutil_mod.Error:
         return None
 
 
+# psutil's create_time() is the kernel's start in ticks since boot plus /proc/stat's btime, which the kernel
+# derives from the wall clock at every read: an NTP slew across a second boundary or a clock step moves it, and
+# with it every process's start (a benchmark run counted cold starts of all four watched processes of a round
+# at once, twice 3.4 s apart, and of the next round's four once; none had restarted, and a KV shrink was named
+# engine_restart). Identity is therefore the start since boot, and a start that moved by up to SAME_START_S
+# under the same pid is the same process (create_time and boot_time are two reads of btime, which a flip can
+# fall between); a pid reused by a new process starts at least the old one's whole life later.
+SAME_START_S = 2.0
+
+
 def count_restart(prev: tuple[int, float], now: tuple[int, float] | None) -> tuple[tuple[int, float], bool]:
-    """Return (identity to remember, whether a cold start happened); first sight of a running one is not."""
+    """Return (identity to remember, whether a cold start happened); first sight of a running one is not.
+
+    An identity is (pid, start in seconds since boot); the same pid with a start within SAME_START_S is the
+    same process.
+    """
     if now is None:
         return (prev if prev != _UNSEEN else (0, 0.0)), False
-    return now, prev != _UNSEEN and now != prev
+    same = now[0] == prev[0] and abs(now[1] - prev[1]) <= SAME_START_S
+    return now, prev != _UNSEEN and not same
 
 
 def host_families(specs: Sequence[ProcessSpec], stats: Mapping[str, ProcStats],
@@ -204,7 +221,7 @@ class HostSource:
         for spec in self.spec.processes:
             st = stats.get(spec.name)
             ident, restarted = count_restart(self._identity.get(spec.name, _UNSEEN),
-                                             None if st is None else (st.pid, st.started))
+                                             None if st is None else (st.pid, st.since_boot))
             self._identity[spec.name] = ident
             self._cold[spec.name] = self._cold.get(spec.name, 0) + int(restarted)
         return stats

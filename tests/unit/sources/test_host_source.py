@@ -65,7 +65,10 @@ def _marker_child(kids: Children, marker: str) -> subprocess.Popen[bytes]:
     ((10, 1.0), (10, 1.0), ((10, 1.0), False)),  # same process
     ((10, 1.0), None, ((10, 1.0), False)),       # went down: remembered
     ((10, 1.0), (11, 2.0), ((11, 2.0), True)),   # new pid and start time
-    ((10, 1.0), (10, 2.0), ((10, 2.0), True)),   # pid reused by a new process
+    ((10, 1.0), (10, 60.0), ((10, 60.0), True)),  # pid reused by a new process
+    # the same process, its start read 1 s off: /proc/stat's btime flipped between create_time and boot_time
+    ((10, 100.0), (10, 101.0), ((10, 101.0), False)),
+    ((10, 100.0), (10, 99.0), ((10, 99.0), False)),
 ])
 def test_count_restart(prev: tuple[int, float], now: tuple[int, float] | None, expect: Any) -> None:
     assert count_restart(prev, now) == expect
@@ -168,3 +171,46 @@ def test_exposition_passes_promtool(children: Children) -> None:
     _marker_child(children, marker)
     src = HostSource(HostSpec(processes=[ProcessSpec(name="srv", cmdline_regex=marker)]))
     assert promtool_check(list(asyncio.run(src.collect()).families)) == ""
+
+
+class _MovedClock:
+    """psutil whose wall clock moves by `shift` seconds: boot time and every process's start move with it."""
+
+    def __init__(self) -> None:
+        self.shift = 0.0
+        outer = self
+
+        class Process(psutil.Process):
+            def create_time(self) -> float:
+                return super().create_time() + outer.shift
+
+        self.Process = Process
+        self.Error = psutil.Error
+
+    def boot_time(self) -> float:
+        return psutil.boot_time() + self.shift
+
+
+@pytest.mark.parametrize("shift", [1.0, -1.0, 3600.0])
+def test_a_wall_clock_change_is_no_cold_start(children: Children, tmp_path: Path, shift: float) -> None:
+    """NTP moves /proc/stat's btime (a benchmark saw four processes "restart" at once); the process did not restart."""
+    child = children.start()
+    pid_file = tmp_path / "srv.pid"
+    pid_file.write_text(f"{child.pid}\n")
+    ps = _MovedClock()
+    src = HostSource(HostSpec(processes=[ProcessSpec(name="srv", pid_file=str(pid_file))]),
+                     psutil_mod=ps)  # type: ignore[arg-type]
+    counts = []
+    for moved in (0.0, shift, 0.0):
+        ps.shift = moved
+        got = _collect(src)
+        counts.append(_v(got, "sloguard_server_cold_starts_total", process="srv"))
+        # the exported start time is the wall clock's, as read
+        assert _v(got, "sloguard_process_start_time_seconds", process="srv") == pytest.approx(
+            psutil.Process(child.pid).create_time() + moved)
+    assert counts == [0.0, 0.0, 0.0]
+    children.stop(child)
+    child = children.start()  # a real restart under the moved clock still counts
+    pid_file.write_text(f"{child.pid}\n")
+    ps.shift = shift
+    assert _v(_collect(src), "sloguard_server_cold_starts_total", process="srv") == 1.0
