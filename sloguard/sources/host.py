@@ -167,7 +167,7 @@ def host_families(specs: Sequence[ProcessSpec], stats: Mapping[str, ProcStats],
     fds = GaugeMetricFamily("sloguard_process_open_fds", "Open file descriptors.", labels=lab)
     start = GaugeMetricFamily("sloguard_process_start_time_seconds", "Unix start time of the process.",
                               labels=lab)
-    cs = CounterMetricFamily("sloguard_server_cold_starts", "Restarts (new pid or start time) seen.",
+    cs = CounterMetricFamily("sloguard_server_cold_starts", "Restarts (a new pid, or a new start since boot) seen.",
                              labels=lab)
     for spec in specs:
         st = stats.get(spec.name)
