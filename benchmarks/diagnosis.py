@@ -37,7 +37,10 @@ their fault with the prompt baseline still withheld; seed set 5000's long-prompt
 healthy, 2/4 within two (+0, +3, +0, +7), every one with a prompt baseline at injection. New seeds 6000 at 200 s:
 at 38b1594 35/35, 10/10, 30/33 (max +9); at 3d02c25 (probe prefills counted at their first token, ~3,330 s a set)
 35/35, 10/10, 34/35 (max +4), the long-prompt runs +4, +2, +4, +9, +0 → +0, +0, +0, +4, +0; seeds 7000's long
-prompts alone (--faults long_prompts --seeds 8 --healthy 0): 4/7 → 7/7 within two.
+prompts alone (--faults long_prompts --seeds 8 --healthy 0): 4/7 → 7/7 within two. At 3d5f5de (a second KV row:
+preemptions with the recent peak full): seeds 8000-8001 (--seeds 2 --healthy 2) 14/14, 2/2, 11/13; new seeds 9000
+34/35 (a KV shrink named engine_restart on cold starts that were a wall-clock change, fixed in b7cb580; 35/35 and
+34/35 within two through the fix), 10/10, 33/35 (max +17), every long-prompt run +0.
 benchmarks/diagnosis_retable.py re-decides the traces through today's rule table in seconds. Late verdicts left:
 long_prompts at 1 user request/s (the users' mean prompt of ~20 requests per window, against a baseline learned
 from ~60-200, fills slowly while long prefills jam the engine) and load surges whose arrivals stand out of Poisson
