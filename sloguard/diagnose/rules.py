@@ -178,8 +178,8 @@ RULES: tuple[CauseRule, ...] = (
     # so with the cache at its limit in the recent quarter they need not wait for the window's p90: that reads
     # full only once a tenth of the window's scrapes were (benchmark trace: a KV shrink preempted 0.2/s and the
     # recent scrapes read full 1 s after it, the p90 0.09 and then 0.66 for 2 s, while the queue it formed read
-    # capacity; in the 190,000 polled verdicts of nineteen traced benchmark runs, preemptions rose only in KV-
-    # shrink runs and in long-prompt runs, where the long_prompts rows come first).
+    # capacity; in the 190,000 polled verdicts of nineteen traced benchmark seed sets, preemptions rose only in
+    # KV-shrink runs and in long-prompt runs, where the long_prompts rows come first).
     CauseRule("kv_cache_pressure", ENGINE,
               needs=(C("kv_cache_usage_peak", ">=", 0.85), C("preemptions_per_second", ">", 0.0, vs_baseline=2.0)),
               lever="raise KV blocks or lower max-num-seqs",
