@@ -78,3 +78,15 @@ def test_traced_runs_are_re_decided_and_timed_in_evaluations(bound: ModuleType, 
     path = tmp_path / "t.json"
     path.write_text(json.dumps(runs))
     assert bound.traced([str(path)], "load_surge", "capacity") == [("t:load-surge-0", 2.0, 3.0, 1)]
+
+
+def test_todays_surge_statistic_is_arrival_surge_z_over_the_windows_spans(bound: ModuleType) -> None:
+    """Vectorised over ticks, it reads what the daemon's arrival_surge_z reads from the same spans' counts."""
+    from sloguard.diagnose.arrivals import arrival_surge_z
+
+    times = np.sort(np.random.default_rng(5).uniform(0.0, 60.0, 70))
+    ticks = np.array([20.0, 21.0, 33.0, 47.5, 60.0])
+    got = bound.surge_z_at_ticks(times, ticks, 1.1, 200.0, 20.0)
+    for tick, z in zip(ticks, got, strict=True):
+        counts = [(float(np.sum((times > tick - span) & (times <= tick))), span) for span in (5.0, 10.0, 20.0)]
+        assert z == pytest.approx(arrival_surge_z(counts, 1.1, 200.0))  # 0 at 47.5 s: fewer arrivals are no surge
