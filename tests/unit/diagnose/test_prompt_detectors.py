@@ -24,8 +24,8 @@ def det() -> ModuleType:
 
 
 def _args(runs: int = 800) -> argparse.Namespace:
-    return argparse.Namespace(rate=1.0, size=4.0, design=3.0, window=20, warmup=200.0, observe=120.0, stretch=60.0,
-                              alpha=0.05, runs=runs, seed=11)
+    return argparse.Namespace(rate=1.0, size=4.0, design=3.0, window=20.0, scrape=1.0, warmup=200.0, observe=120.0,
+                              stretch=60.0, alpha=0.05, runs=runs, seed=11)
 
 
 def test_scrapes_count_every_prefill_and_scale_the_prompts_after_the_change(det: ModuleType) -> None:
