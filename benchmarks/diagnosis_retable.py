@@ -5,10 +5,10 @@ threshold, a guard, a precedence) needs its effect on every recorded run, the he
 poll holds the signals with their baselines, the located stage and the breach the daemon saw; this replays them, one
 distinct evaluation at a time (a poll every half interval shows most evaluations twice), through `engine.apply` and
 the confirmation's rule (a cause held at 2 of the last 3 evaluations, state rows counted breach or not, a published
-cause kept while its row holds; sloguard.diagnose.confirm). What it cannot replay: a change to a signal's
-computation, to where a stage is located, or to which baselines count (a trace records the baselines the daemon
-used: traces of the 60 s warm-up, before prompt baselines needed 100 of the users' prefills, hold prompt baselines
-today's daemon would have withheld at injection); those need the real-time benchmark.
+cause kept while its row holds, an event row's named at once; sloguard.diagnose.confirm). What it cannot replay: a
+change to a signal's computation, to where a stage is located, or to which baselines count (a trace records the
+baselines the daemon used: traces of the 60 s warm-up, before prompt baselines needed 100 of the users' prefills,
+hold prompt baselines today's daemon would have withheld at injection); those need the real-time benchmark.
 
 Per trace it prints right cause, no false cause and verdict − breach within two evaluations, the runs whose
 first cause differs from the one the daemon published, and the late ones. The lag counts distinct evaluations
@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from sloguard.diagnose.confirm import UNNAMED, K, N
+from sloguard.diagnose.confirm import EVENTS, UNNAMED, K, N
 from sloguard.diagnose.engine import apply
 from sloguard.diagnose.model import Inputs
 from sloguard.diagnose.rules import RULES, CauseRule
@@ -84,7 +84,7 @@ def decide(trace: Sequence[Poll], rules: Sequence[CauseRule] = RULES) -> list[st
             published = ""
             out.append("none")
             continue
-        pick = next((c for c in cands if c == published or sum(c in h for h in history) >= K), "")
+        pick = next((c for c in cands if c == published or c in EVENTS or sum(c in h for h in history) >= K), "")
         published = pick
         out.append(pick or "unknown")
     return out

@@ -12,7 +12,9 @@ breach that blinks on and off at its threshold keeps its count (benchmark trace:
 evidence holding throughout). Until a cause is confirmed the verdict reads `unknown` ("confirming ..."). One
 burst of noise (one evaluation) never names a cause; strict agreement at consecutive evaluations is not asked
 for, because two causes whose rules both hold near their thresholds (KV pressure and the queue it ends in)
-alternate as the first holding row and would keep each other unconfirmed.
+alternate as the first holding row and would keep each other unconfirmed. An event row's cause (`CauseRule.event`:
+a restart, counted over restart_hold) is named at once: it cannot be noise at a threshold, and while it waited a
+lower row that held before it was published in its place.
 """
 
 from __future__ import annotations
@@ -22,16 +24,18 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 
 from sloguard.diagnose.model import Verdict
+from sloguard.diagnose.rules import RULES
 
 K, N = 2, 3  # held at 2 of the last 3 evaluations
 UNNAMED = ("none", "unknown")
+EVENTS = frozenset(rule.cause for rule in RULES if rule.event)  # named at first sight
 
 
 class Confirmer:
     """Per SLO, the causes whose rules held at each of the last N evaluations; not thread-safe (event loop)."""
 
-    def __init__(self, k: int = K, n: int = N) -> None:
-        self.k, self.n = k, n
+    def __init__(self, k: int = K, n: int = N, events: frozenset[str] = EVENTS) -> None:
+        self.k, self.n, self.events = k, n, events
         self._held: dict[str, deque[frozenset[str]]] = {}
 
     def publish(self, cands: Sequence[Verdict], published: Verdict | None, holding: Iterable[str] = ()) -> Verdict:
@@ -46,7 +50,7 @@ class Confirmer:
             return first
         kept = published.cause if published is not None else ""
         for v in cands:
-            if v.cause == kept or sum(v.cause in h for h in held) >= self.k:
+            if v.cause == kept or v.cause in self.events or sum(v.cause in h for h in held) >= self.k:
                 return v
         return dataclasses.replace(first, cause="unknown", confidence=0.0,
                                    lever=f"confirming {first.cause}: it must hold at {self.k} of the last "

@@ -66,3 +66,14 @@ def test_the_report_names_runs_whose_first_cause_changed(retable: ModuleType, tm
 def test_an_objective_missing_at_injection_has_no_lag(retable: ModuleType) -> None:
     run = _run([(-1.0, STARVED, True), (1.0, STARVED, True), (2.0, STARVED, True)])
     assert retable.lag(run, retable.decide(run["trace"])) == "pre"
+
+
+def test_a_restart_is_named_at_the_evaluation_that_shows_it(retable: ModuleType) -> None:
+    """As the daemon's Confirmer: longer prompts held before the breach, yet the restart is the first cause."""
+    longer = {**HEALTHY, "prompt_tokens_per_request": (900.0, 400.0), "prompt_tokens_p90": (1700.0, 1000.0)}
+    restarted = {**longer, "engine_restarts": (1.0, 0.0)}
+    run = {**_run([(-2.0, longer, False), (-1.0, longer, False), (1.0, restarted, True), (2.0, restarted, True)]),
+           "fault": "engine_restart", "expected": "engine_restart"}
+    causes = retable.decide(run["trace"])
+    assert causes[4:] == ["engine_restart"] * 4
+    assert retable.lag(run, causes) == 0

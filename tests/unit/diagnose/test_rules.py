@@ -480,6 +480,30 @@ def test_confirmation_counts_evidence_without_a_breach(case: str, steps: list[tu
     assert got == published
 
 
+RESTART = "engine_restart"
+
+
+@pytest.mark.parametrize(("events", "published"), [(None, ["none", "none", RESTART, RESTART]),
+                                                   (frozenset(), ["none", "none", LONG, RESTART])])
+def test_a_restart_is_named_at_first_sight_not_after_a_row_below_it(events: frozenset[str] | None,
+                                                                    published: list[str]) -> None:
+    """Longer prompts held before the breach; the breach's first evaluation shows a restart too.
+
+    A level waits for 2 of 3, so the row below, whose evidence counted before, was published in the restart's place
+    (traces: two engine restarts named long_prompts); an event cannot flicker and is named at once.
+    """
+    from sloguard.diagnose.confirm import EVENTS, Confirmer
+
+    assert frozenset({RESTART}) == EVENTS
+    c = Confirmer() if events is None else Confirmer(events=events)
+    last, got = None, []
+    for cands, evidence in [(("none",), {LONG}), (("none",), {LONG}), ((RESTART, LONG), {RESTART, LONG}),
+                            ((RESTART, LONG), {RESTART, LONG})]:
+        last = c.publish([_v(x) for x in cands], last, evidence)
+        got.append(last.cause)
+    assert got == published
+
+
 def test_prompts_not_risen_holds_without_a_prompt_baseline() -> None:
     """"Has not risen" cannot be refuted before the prompt baseline is learned: a surge is still capacity."""
     inp = _inputs(stages=QUEUED, signals={"requests_waiting": 41.0, "prompt_tokens_recent": 5000.0})
