@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import statistics
@@ -14,18 +13,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.support.benchmark_module import load
 
 
 @pytest.fixture(scope="module")
 def bound() -> ModuleType:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.syspath_prepend(str(ROOT / "benchmarks"))  # it imports diagnosis_retable as the benchmarks run it
-        spec = importlib.util.spec_from_file_location("detection_bound", ROOT / "benchmarks" / "detection_bound.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return module
+    return load("detection_bound")
 
 
 def _args(kind: str, size: float, n: int = 1500) -> argparse.Namespace:

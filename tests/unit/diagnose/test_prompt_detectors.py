@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.support.benchmark_module import load
 
 
 @pytest.fixture(scope="module")
 def det() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("prompt_detectors", ROOT / "benchmarks" / "prompt_detectors.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("prompt_detectors")
 
 
 def _args(runs: int = 800) -> argparse.Namespace:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -10,16 +9,12 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.support.benchmark_module import load
 
 
 @pytest.fixture(scope="module")
 def retable() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("diagnosis_retable", ROOT / "benchmarks" / "diagnosis_retable.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("diagnosis_retable")
 
 
 HEALTHY = {"kv_cache_usage_p90": (0.3, 0.3), "preemptions_per_second": (0.0, 0.0), "requests_waiting": (0.0, 0.0),
