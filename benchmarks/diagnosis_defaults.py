@@ -54,6 +54,7 @@ from sloguard.diagnose.arrivals import ProbeLoad
 from sloguard.diagnose.engine import apply
 from sloguard.diagnose.history import Baselines, Series
 from sloguard.diagnose.model import Inputs
+from sloguard.diagnose.prompts import MEAN_BASELINES
 from sloguard.diagnose.rules import RULES
 from sloguard.diagnose.service import UNLEARNED
 from sloguard.diagnose.signals import engine_signals, record_engine
@@ -172,7 +173,7 @@ class Judge:
 
     def __init__(self, d: Defaults, only_whole: bool) -> None:
         self.d, self.only_whole = d, only_whole
-        self.base = Baselines(d.baseline, min_span=d.window, adopt=d.baseline / 4)
+        self.base = Baselines(d.baseline, min_span=d.window, adopt=d.baseline / 4, means=MEAN_BASELINES)
         self.first: dict[str, int] = {}
         self.held: dict[int, frozenset[str]] = {}
 

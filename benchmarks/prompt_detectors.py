@@ -104,7 +104,7 @@ def suffix_max(inc: np.ndarray, window: int) -> np.ndarray:
     return out
 
 
-def _rows(warm: Scrapes, s: Scrapes, window: int) -> np.ndarray:
+def _rows(warm: Scrapes, s: Scrapes, window: int, centre: Callable[[np.ndarray], float]) -> np.ndarray:
     def means(span: int, least: int) -> np.ndarray:
         n = sliding_window_view(s.n, span).sum(axis=1)[window - span:]
         t = sliding_window_view(s.tokens, span).sum(axis=1)[window - span:]
@@ -112,7 +112,7 @@ def _rows(warm: Scrapes, s: Scrapes, window: int) -> np.ndarray:
 
     wn, wt = sliding_window_view(warm.n, window).sum(axis=1), sliding_window_view(warm.tokens, window).sum(axis=1)
     settled = (wt / np.maximum(wn, 1.0))[wn >= MIN_USER_PREFILLS][: max(1, 2 * len(wn) // 3)]
-    base = float(statistics.median(settled))
+    base = float(centre(settled))
     spans = {max(1, math.ceil(window * f)) for f in RECENT_SPANS}
     best: np.ndarray = np.max([means(window, MIN_USER_PREFILLS), *(means(w, MIN_SPAN_PREFILLS) for w in spans)], axis=0)
     return best / base
@@ -143,7 +143,8 @@ def _gamma_cusum(warm: Scrapes, s: Scrapes, window: int, design: float) -> np.nd
 
 
 DETECTORS: dict[str, Callable[[Scrapes, Scrapes, int, float], np.ndarray]] = {
-    "rows": lambda warm, s, window, _design: _rows(warm, s, window),
+    "rows": lambda warm, s, window, _design: _rows(warm, s, window, lambda v: float(np.mean(v))),
+    "rows_median": lambda warm, s, window, _design: _rows(warm, s, window, lambda v: float(np.median(v))),
     "log_cusum": _log_cusum,
     "gamma_cusum": _gamma_cusum,
 }
@@ -180,7 +181,7 @@ def _fmt(got: list[float]) -> str:
 
 def _row(args: argparse.Namespace, name: str) -> str:
     levels = {mix: float(np.quantile(peaks(args, name, mix, args.seed), 1 - args.alpha)) for mix in MIXES}
-    level = args.row_level if name == "rows" else max(levels.values())
+    level = args.row_level if name.startswith("rows") else max(levels.values())
     cells = []
     for mix in MIXES:
         fresh = float(np.mean(peaks(args, name, mix, args.seed + 2) >= level))
@@ -206,6 +207,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=20261129)
     args = ap.parse_args()
+    args.observe = max(args.observe, args.stretch)  # a healthy stretch is read whole
     print(f"users {args.rate:g}/s, window {args.window:g} s, scrapes and evaluations every {args.scrape:g} s, warm-up "
           f"{args.warmup:g} s, prompts x{args.size:g}; "
           f"{args.runs} runs each; levels alarm in {args.alpha:.0%} of healthy {args.stretch:g} s stretches")

@@ -9,7 +9,7 @@ import itertools
 import math
 import statistics
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 MIN_POINTS = 8  # healthy evaluations before a baseline is used (one noisy evaluation cannot set it)
 MAX_POINTS = 720  # values kept per key (the last 720 healthy evaluations: 3 h at 15 s, 12 min at 1 s)
@@ -17,6 +17,9 @@ MAX_POINTS = 720  # values kept per key (the last 720 healthy evaluations: 3 h a
 
 class Baselines:
     """Per key, the values seen at healthy evaluations within `horizon` (the last MAX_POINTS); baseline = median.
+
+    The keys in `means` take the mean instead: a mean over a window of a right-skewed quantity (the users' prompt
+    lengths) is itself right-skewed, so the median of such means sits below the mean they estimate (prompts.py).
 
     Each value summarises the diagnosis window, so values from evaluations less than a window apart share most
     of their data: a baseline is used once its values span `min_span` (the service passes the window), i.e.
@@ -33,8 +36,9 @@ class Baselines:
     """
 
     def __init__(self, horizon: float, min_points: int = MIN_POINTS, min_span: float = 0.0,
-                 adopt: float | None = None) -> None:
+                 adopt: float | None = None, means: Collection[str] = ()) -> None:
         self.horizon = horizon
+        self.means = frozenset(means)
         self.min_points = min_points
         self.min_span = min_span
         self.adopt = horizon / 4 if adopt is None else adopt
@@ -52,7 +56,10 @@ class Baselines:
     def get(self, key: str) -> float | None:
         """Return the key's baseline, or None before `min_points` settled healthy values spanning `min_span`."""
         used = self._used(key)
-        return None if used is None else float(statistics.median(v for _, v in used))
+        if used is None:
+            return None
+        centre = statistics.fmean if key in self.means else statistics.median
+        return float(centre(v for _, v in used))
 
     def span(self, key: str) -> float | None:
         """Return the seconds between the oldest and newest value behind the key's baseline (None: no baseline)."""

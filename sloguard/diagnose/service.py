@@ -119,7 +119,8 @@ class Diagnoser:
         reader = ServerReader(server, slo.target, self.window, now) if server is not None else None
         q, sources = inputs.quantiles(slo, probe, reader, self.window)
         q = inputs.censor(q, sources, probe)
-        base = self._baselines.setdefault(slo.name, Baselines(self._horizon, min_span=self.window))
+        base = self._baselines.setdefault(
+            slo.name, Baselines(self._horizon, min_span=self.window, means=prompts.MEAN_BASELINES))
         spans = {k: s for k in prompts.PROMPT_SIGNALS if (s := base.span(k)) is not None}
         learned, young = prompts.settled(base.all(), spans, self.window)
         users = learned.get("user_request_rate")

@@ -6,7 +6,7 @@ import pytest
 
 from sloguard.diagnose.arrivals import ProbeLoad
 from sloguard.diagnose.history import Baselines, Series
-from sloguard.diagnose.prompts import MIN_BASELINE_PREFILLS, PROMPT_SIGNALS, settled
+from sloguard.diagnose.prompts import MEAN_BASELINES, MIN_BASELINE_PREFILLS, PROMPT_SIGNALS, settled
 from sloguard.diagnose.signals import engine_signals, gpu_signals, host_signals, index, record_engine, record_host
 from sloguard.model import Histogram, ModelView, Sample, ServerView
 from sloguard.windows.server import ServerWindows
@@ -21,6 +21,16 @@ def test_baseline_is_the_median_of_healthy_values_within_the_horizon() -> None:
     assert b.get("queue@0.95") == 0.02
     b.record(150.0, {"queue@0.95": 0.03})  # the first three are older than the horizon now
     assert b.get("queue@0.95") is None and b.all() == {}
+
+
+def test_the_keys_named_as_means_take_the_mean_of_their_values() -> None:
+    """A window's mean prompt is right-skewed: the median of such means reads below the mix's mean."""
+    b = Baselines(horizon=100.0, min_points=3, adopt=0.0, means=MEAN_BASELINES)
+    for t, v in enumerate((300.0, 320.0, 340.0, 900.0)):
+        b.record(float(t), {"prompt_tokens_per_request": v, "prompt_tokens_p90": v})
+    assert b.get("prompt_tokens_per_request") == pytest.approx(465.0)
+    assert b.get("prompt_tokens_p90") == pytest.approx(330.0)  # not named: the median
+    assert set(MEAN_BASELINES) < set(PROMPT_SIGNALS)
 
 
 def test_a_baseline_rests_on_values_that_span_a_window() -> None:

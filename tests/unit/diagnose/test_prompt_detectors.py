@@ -67,6 +67,25 @@ def test_the_rows_read_the_users_mean_against_the_warm_ups(det: ModuleType) -> N
     assert got[20] == pytest.approx(2.5)
 
 
+def test_the_rows_baseline_is_the_mean_of_the_warm_ups_window_means(det: ModuleType) -> None:
+    """Windows of one 100-token prompt a second, then of 400 (the last third is left out): the mean, not the median."""
+    warm = det.Scrapes(np.ones(200), np.where(np.arange(200) < 80, 100.0, 400.0))
+    run = det.Scrapes(np.ones(220), np.full(220, 400.0))
+    means = np.convolve(warm.tokens, np.ones(20), "valid")[: 2 * 181 // 3] / 20  # the settled window means
+    assert det.DETECTORS["rows"](warm, run, 20, 3.0)[-1] == pytest.approx(400.0 / means.mean())
+    assert det.DETECTORS["rows_median"](warm, run, 20, 3.0)[-1] == pytest.approx(400.0 / np.median(means))
+
+
+@pytest.mark.parametrize("mix", ["sim", "lognormal"])
+def test_the_mean_baseline_alarms_less_than_the_median_at_the_rows_level(det: ModuleType, mix: str) -> None:
+    """The median of right-skewed window means reads low; at 2.5x the mean baseline alarms less, as soon."""
+    args = _args()
+    alarms = {name: float(np.mean(det.peaks(args, name, mix, args.seed) >= 2.5)) for name in ("rows", "rows_median")}
+    delay = {name: float(np.median(det.delays(args, name, mix, 2.5))) for name in ("rows", "rows_median")}
+    assert alarms["rows"] < alarms["rows_median"]
+    assert delay["rows"] <= delay["rows_median"] + 1.0
+
+
 @pytest.mark.parametrize("mix", ["sim", "lognormal"])
 def test_the_log_cusums_level_does_not_depend_on_the_mix(det: ModuleType, mix: str) -> None:
     """At the level calibrated on the other mix it alarms in 5% ± 2.5 points of fresh healthy stretches."""
