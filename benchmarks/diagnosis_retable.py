@@ -10,6 +10,12 @@ change to a signal's computation, to where a stage is located, or to which basel
 baselines the daemon used: traces of the 60 s warm-up, before prompt baselines needed 100 of the users' prefills,
 hold prompt baselines today's daemon would have withheld at injection); those need the real-time benchmark.
 
+`--mean-prompt-baselines` replays traces recorded before f595f1d, whose users' prompt baselines were the median of
+their healthy values, as today's daemon learns them (their mean, prompts.MEAN_BASELINES): it replays both from the
+trace's own healthy evaluations (Baselines, the benchmark's 10 min horizon and window) and scales each recorded
+baseline by mean ÷ median, so what the replay cannot know (values before the trace, which baselines were withheld)
+stays as recorded.
+
 Per trace it prints right cause, no false cause and verdict − breach within two evaluations, the runs whose
 first cause differs from the one the daemon published, and the late ones. The lag counts distinct evaluations
 from the first poll after injection on which the explained objective missed to the first right verdict: it
@@ -22,6 +28,7 @@ Run: .venv/bin/python benchmarks/diagnosis_retable.py TRACE.json [TRACE.json ...
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -29,7 +36,9 @@ from typing import Any
 
 from sloguard.diagnose.confirm import EVENTS, UNNAMED, K, N
 from sloguard.diagnose.engine import apply
+from sloguard.diagnose.history import Baselines
 from sloguard.diagnose.model import Inputs
+from sloguard.diagnose.prompts import MEAN_BASELINES
 from sloguard.diagnose.rules import RULES, CauseRule
 
 Poll = dict[str, Any]
@@ -48,6 +57,25 @@ def distinct(trace: Sequence[Poll]) -> Iterator[tuple[int, Poll]]:
         if key != last:
             last = key
             yield i, poll
+
+
+def mean_prompt_baselines(trace: Sequence[Poll], horizon: float = 600.0, window: float = 20.0) -> list[Poll]:
+    """Return the trace with each recorded prompt baseline × (mean ÷ median) of the healthy values seen before it."""
+    median = Baselines(horizon, min_span=window)
+    mean = Baselines(horizon, min_span=window, means=MEAN_BASELINES)
+    firsts = dict(distinct(trace))
+    out = copy.deepcopy(list(trace))
+    for i, poll in enumerate(out):
+        for key in MEAN_BASELINES:
+            got = poll["signals"].get(key)
+            if got is not None and got.get("baseline") is not None and (m := median.get(key)) and (a := mean.get(key)):
+                got["baseline"] *= a / m
+        if i in firsts and poll["breach"] is None:  # the daemon learns at healthy evaluations
+            values = {k: v["value"] for k in MEAN_BASELINES
+                      if (v := trace[i]["signals"].get(k)) is not None and v.get("value") is not None}
+            median.record(poll["t"], values)
+            mean.record(poll["t"], values)
+    return out
 
 
 def held(poll: Poll, rules: Iterable[CauseRule]) -> tuple[set[str], list[str]]:
@@ -117,12 +145,14 @@ def lag(run: dict[str, Any], causes: Sequence[str]) -> int | str | None:
     return sum(1 for i, _ in distinct(trace[start:at + 1])) - 1
 
 
-def report(path: str) -> tuple[int, int, int, int, int, int]:
+def report(path: str, rebase: bool = False) -> tuple[int, int, int, int, int, int]:
     """Print one trace's goals through the current table; return (right, faulted, clean, healthy, within, timed)."""
     runs: dict[str, dict[str, Any]] = json.loads(Path(path).read_text())
     right = faulted = clean = healthy = within = timed = 0
     changed, late = [], []
     for name, run in runs.items():
+        if rebase:
+            run = {**run, "trace": mean_prompt_baselines(run["trace"])}
         causes = decide(run["trace"])
         first = next((c for p, c in zip(run["trace"], causes, strict=True) if p["t"] >= 0 and c not in UNNAMED),
                      "none/unknown")
@@ -149,8 +179,10 @@ def report(path: str) -> tuple[int, int, int, int, int, int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("traces", nargs="+", help="benchmarks/diagnosis.py --trace files")
+    ap.add_argument("--mean-prompt-baselines", action="store_true",
+                    help="replay the median prompt baselines of traces before f595f1d as means")
     args = ap.parse_args()
-    totals = [sum(x) for x in zip(*(report(p) for p in args.traces), strict=True)]
+    totals = [sum(x) for x in zip(*(report(p, args.mean_prompt_baselines) for p in args.traces), strict=True)]
     if len(args.traces) > 1:
         print("pooled: right {}/{}, no false cause {}/{}, within two {}/{}".format(*totals))
 

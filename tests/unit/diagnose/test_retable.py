@@ -72,3 +72,18 @@ def test_a_restart_is_named_at_the_evaluation_that_shows_it(retable: ModuleType)
     causes = retable.decide(run["trace"])
     assert causes[4:] == ["engine_restart"] * 4
     assert retable.lag(run, causes) == 0
+
+
+def test_median_prompt_baselines_replay_as_means(retable: ModuleType) -> None:
+    """Healthy windows read 300 tokens three times in four and 900 once: the median 300 becomes their mean, 450."""
+    healthy = [_poll(float(t), {"prompt_tokens_per_request": (900.0 if t % 4 == 0 else 300.0, 300.0),
+                                "prompt_tokens_p90": (1000.0, 1000.0)}, False, 1000.0 + t) for t in range(-60, 0)]
+    breach = _poll(1.0, {"prompt_tokens_per_request": (1200.0, 300.0), "prompt_tokens_recent": (1200.0, 300.0),
+                         "prompt_tokens_p90": (1500.0, 1000.0)}, True, 1001.0)
+    got = retable.mean_prompt_baselines([*healthy, breach])
+    # settled: the 40 values of t <= -21 (the newest third left out), ten of them 900
+    assert got[-1]["signals"]["prompt_tokens_per_request"]["baseline"] == pytest.approx(450.0)
+    assert got[-1]["signals"]["prompt_tokens_recent"]["baseline"] == pytest.approx(300.0)  # no healthy values of it
+    assert got[-1]["signals"]["prompt_tokens_p90"]["baseline"] == 1000.0  # a quantile: its median stays
+    assert got[0]["signals"]["prompt_tokens_per_request"]["baseline"] == 300.0  # nothing learned yet: as recorded
+    assert breach["signals"]["prompt_tokens_per_request"]["baseline"] == 300.0  # the trace itself is not changed
