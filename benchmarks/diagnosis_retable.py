@@ -65,7 +65,10 @@ def mean_prompt_baselines(trace: Sequence[Poll], horizon: float = 600.0, window:
     mean = Baselines(horizon, min_span=window, means=MEAN_BASELINES)
     firsts = dict(distinct(trace))
     out = copy.deepcopy(list(trace))
+    evaluation = 0
     for i, poll in enumerate(out):
+        evaluation = i if i in firsts else evaluation
+        poll.setdefault("at", f"#{evaluation}")  # the evaluations of the recorded trace, whatever the baselines read
         for key in MEAN_BASELINES:
             got = poll["signals"].get(key)
             if got is not None and got.get("baseline") is not None and (m := median.get(key)) and (a := mean.get(key)):

@@ -87,3 +87,19 @@ def test_median_prompt_baselines_replay_as_means(retable: ModuleType) -> None:
     assert got[-1]["signals"]["prompt_tokens_p90"]["baseline"] == 1000.0  # a quantile: its median stays
     assert got[0]["signals"]["prompt_tokens_per_request"]["baseline"] == 300.0  # nothing learned yet: as recorded
     assert breach["signals"]["prompt_tokens_per_request"]["baseline"] == 300.0  # the trace itself is not changed
+
+
+def test_a_replay_keeps_the_recorded_evaluations(retable: ModuleType) -> None:
+    """Traces before `at` was recorded tell evaluations by what their polls read: rescaled baselines must not split one.
+
+    A healthy evaluation's first poll is rescaled before its values are learned, its second after.
+    """
+    def signals(t: int) -> dict[str, tuple[float, float]]:
+        return {"prompt_tokens_per_request": (900.0 if t % 4 == 0 else 300.0, 300.0), "requests_running": (t, 1.0)}
+
+    trace = [_poll(float(t), signals(t), False, 0.0) for t in range(-60, 0) for _ in (0, 1)]
+    for poll in trace:
+        del poll["at"]
+    got = retable.mean_prompt_baselines(trace)
+    assert [i for i, _ in retable.distinct(got)] == [i for i, _ in retable.distinct(trace)]
+    assert got[-1]["signals"]["prompt_tokens_per_request"]["baseline"] > 300.0
