@@ -29,9 +29,10 @@ Measured (commit 8fb023d, 2026-11-28, seeds' own phases): verdict − breach wit
 0.5 / 2 / 5 users/s 24/25, 30/30, 30/30 (max +3); load x3 17/17, 30/30, 30/30 (max +2); the right cause named
 first in every breached run; healthy runs: no cause named in 30/30 at each rate. Its baselines learn from 30 min,
 where the prompt baselines' 100-prefill rule (prompts.settled, applied by the daemon's service) never binds.
-Before the 2.5x long_prompts row (a4a47db): prompts 22/25, 30/30, 29/30 (max +4). Before the thirty-second span
-(ac5be04, 7c4398c): prompts 22/25, 30/30 (max +2), 28/30. Before the spans ended at the newest scrape (4e91663):
-prompts 22/25, 23/30, 21/23 with capacity named first in 7/30 at 5 users/s.
+Rerun at e63c5c0 (the users' prompt baselines the mean of their healthy values): the same figures, the evidence's
+evaluations too. Before the 2.5x long_prompts row (a4a47db): prompts 22/25, 30/30, 29/30 (max +4). Before the
+thirty-second span (ac5be04, 7c4398c): prompts 22/25, 30/30 (max +2), 28/30. Before the spans ended at the newest
+scrape (4e91663): prompts 22/25, 23/30, 21/23 with capacity named first in 7/30 at 5 users/s.
 
 Run: .venv/bin/python benchmarks/diagnosis_defaults.py [--seeds 30] [--rates 0.5 2 5] [--phase S]   (~5 min on 2 cores)
 """
