@@ -14,7 +14,9 @@ verdict, in evaluation intervals, counted between the daemon's own evaluation ti
 objective already missed at injection (machine load pushed a healthy SLO over it before the fault) has no
 breach after injection to time from: its lag is reported as "pre" and listed apart, not counted from
 injection (it still counts for the right cause). Per healthy run: any cause other than none/unknown over
-the whole run is a false cause. Goals (issue 12): right cause ≥ 90% of faulted runs, no false cause in ≥ 95%
+the whole run is a false cause; beside it the report prints the most of the users' arrivals in 5 s and 20 s
+before it, from the simulator's own record (GET /sim/arrivals), which tells a burst of the users' from a false
+cause without changing the count. Goals (issue 12): right cause ≥ 90% of faulted runs, no false cause in ≥ 95%
 of healthy runs, verdict within two evaluation intervals after the objective breaches. --trace FILE writes
 every poll's verdict, evidence and signals (with baselines) per lane, to see why a verdict came late.
 
@@ -59,6 +61,8 @@ defaults (300 s window, 15 s evaluations) are replayed in virtual time by benchm
 from __future__ import annotations
 
 import argparse
+import bisect
+import contextlib
 import json
 import os
 import socket
@@ -69,6 +73,7 @@ import tempfile
 import time
 import urllib.request
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,6 +132,7 @@ class Lane:
     summary: str = ""
     why: list[tuple[float, str]] = field(default_factory=list)  # (t, lever) whenever an unknown's lever changes
     trace: list[dict[str, Any]] = field(default_factory=list)  # every poll's diagnosis (--trace)
+    arrivals: list[float] = field(default_factory=list)  # the simulator's record of its users' arrivals (wall time)
 
     @property
     def expected(self) -> str:
@@ -263,6 +269,9 @@ def run_round(lanes: list[Lane], warmup: float, observe: float, window: float) -
                 if lane.fault:
                     _post(f"http://127.0.0.1:{lane.port}/sim/faults", FAULTS[lane.fault][1])
             _observe(lanes, base, time.monotonic(), observe)
+            for lane in lanes:
+                with contextlib.suppress(OSError):
+                    lane.arrivals = _get(f"http://127.0.0.1:{lane.port}/sim/arrivals")["background"]
         finally:
             for p in [daemon, *(lane.proc for lane in lanes if lane.proc)]:
                 p.terminate()
@@ -271,6 +280,21 @@ def run_round(lanes: list[Lane], warmup: float, observe: float, window: float) -
                     p.wait(timeout=15)
                 except subprocess.TimeoutExpired:
                     p.kill()
+
+
+def users_burst(arrivals: Sequence[float], end: float, span: float, lookback: float = 60.0) -> int:
+    """Return the most of the users' arrivals in any `span` s ending within the `lookback` s before `end`."""
+    times = sorted(arrivals)
+    ends = times[bisect.bisect_right(times, end - lookback):bisect.bisect_right(times, end)]
+    return max((bisect.bisect_right(times, t) - bisect.bisect_right(times, t - span) for t in ends), default=0)
+
+
+def burst_of(lane: Lane) -> tuple[int, int] | None:
+    """Return the users' most arrivals in 5 s and in 20 s before a healthy run's first cause, or None."""
+    at = next((p["at"] for p in lane.trace if p["cause"] not in ("none", "unknown") and p.get("at")), None)
+    if lane.fault or at is None or not lane.arrivals:
+        return None
+    return users_burst(lane.arrivals, at, 5.0), users_burst(lane.arrivals, at, 20.0)
 
 
 def verdict_of(lane: Lane) -> str:
@@ -389,7 +413,11 @@ def report(lanes: list[Lane]) -> None:
             print(f"  {fault}: {lane.summary}")
     wrong = [lane for lane in lanes if verdict_of(lane) != (lane.expected if lane.fault else "none/unknown")]
     for lane in wrong:
-        print(f"  WRONG {lane.name} ({lane.fault or 'healthy'}): {lane.causes}")
+        burst = burst_of(lane)
+        told = "" if burst is None else (
+            f"; the users' own arrivals before it, as the simulator recorded them: at most {burst[0]} in 5 s and"
+            f" {burst[1]} in 20 s (their rate {BACKGROUND_RPS:g}/s)")
+        print(f"  WRONG {lane.name} ({lane.fault or 'healthy'}): {lane.causes}{told}")
     print("\nwhy unknown (after injection), faulted runs whose right verdict came > 2 intervals after the breach:")
     for lane in faulted:
         first = time_to_verdict(lane)
@@ -500,7 +528,7 @@ def main() -> int:
     if args.trace:
         Path(args.trace).write_text(json.dumps({lane.name: {
             "breach_t": lane.breach_t, "fault": lane.fault, "expected": lane.expected, "verdict": verdict_of(lane),
-            "lag": lag_of(lane), "trace": lane.trace} for lane in done}))
+            "lag": lag_of(lane), "burst": burst_of(lane), "trace": lane.trace} for lane in done}))
     return 0
 
 

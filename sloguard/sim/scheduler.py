@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import time
+from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -23,6 +25,7 @@ from sloguard.sim.model import output_length
 
 # (prompt tokens, max tokens, weight): the background request mix.
 BACKGROUND_MIX: tuple[tuple[int, int, int], ...] = ((64, 32, 40), (256, 64, 35), (1024, 128, 20), (2048, 256, 5))
+ARRIVAL_LOG = 4096  # background arrivals remembered (GET /sim/arrivals): over an hour at 1 request/s
 MAX_CARRY_S = 0.05  # at most this much loop delay is made up by shortening the following steps
 
 
@@ -50,6 +53,8 @@ class Scheduler:
         self.busy_s = 0.0
         self.step_started: float | None = None  # loop time the running step began (None between steps)
         self.multiplier_fn: Callable[[], float] | None = None  # the engine's step multiplier, read every step
+        # wall times of the background users' arrivals: the truth a benchmark tells a users' burst from a fault by
+        self.arrivals: deque[float] = deque(maxlen=ARRIVAL_LOG)
 
     def start(self, background_rps: float, rng: random.Random) -> None:
         """Start the step loop and, when `background_rps` > 0, the background load."""
@@ -130,6 +135,7 @@ class Scheduler:
             if self.rate_multiplier <= 0:
                 continue
             seq += 1
+            self.arrivals.append(time.time())
             prompt, max_tokens, _ = rng.choices(BACKGROUND_MIX, weights=[w for *_, w in BACKGROUND_MIX])[0]
             prompt = max(1, round(prompt * self.prompt_scale))
             target, reason = output_length(max_tokens, False, rng)

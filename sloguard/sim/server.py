@@ -78,6 +78,10 @@ async def _faults(request: web.Request) -> web.Response:
     return web.json_response(sim.faults.as_json())
 
 
+async def _arrivals(request: web.Request) -> web.Response:
+    return web.json_response(request.app[SIM_KEY].arrivals_json())
+
+
 async def _request(request: web.Request) -> web.Response:
     found = request.app[SIM_KEY].request_json(request.match_info["rid"])
     if found is None:
@@ -110,6 +114,7 @@ def build_app(sim: Simulator) -> web.Application:
         web.get("/dcgm/metrics", _dcgm),
         web.get("/sim/profile", _profile), web.get("/sim/faults", _faults), web.post("/sim/faults", _faults),
         web.delete("/sim/faults", _faults), web.get("/sim/requests/{rid}", _request),
+        web.get("/sim/arrivals", _arrivals),
     ])
     app.router.add_get("/version", _version)
     return app

@@ -108,6 +108,10 @@ class Simulator:
         return {"model": self.model, "seed": self.seed, "background_rps": self.background_rps,
                 "background_mix": mix, "profile": self.profile.as_json(), "faults": self.faults.as_json()}
 
+    def arrivals_json(self) -> dict[str, Any]:
+        """Return the wall times of the background users' last 4,096 arrivals, oldest first."""
+        return {"background": list(self.scheduler.arrivals)}
+
     def request_json(self, rid: str) -> dict[str, Any] | None:
         """Return one logged request's server-side timeline in seconds from receipt, or None."""
         req = self._log.get(rid)

@@ -182,6 +182,29 @@ def test_background_load_fills_histograms_without_clients() -> None:
     run(scenario, background_rps=40.0, time_scale=0.1)
 
 
+def test_arrivals_lists_the_background_users_arrivals_in_wall_time() -> None:
+    """The truth a benchmark tells a burst of the users' own from a fault by: each arrival as it came, in order."""
+    async def scenario(s: aiohttp.ClientSession, base: str) -> None:
+        start = time.time()
+        end = time.monotonic() + HANG_GUARD_S
+        got: list[float] = []
+        while len(got) < 5 and time.monotonic() < end:
+            await asyncio.sleep(0.1)
+            async with s.get(base + "/sim/arrivals") as r:
+                got = (await r.json())["background"]
+        assert len(got) >= 5 and got == sorted(got)
+        assert start - SLACK_S <= got[0] and got[-1] <= time.time()
+    run(scenario, background_rps=40.0, time_scale=0.1)
+
+
+def test_arrivals_is_empty_without_background_load() -> None:
+    async def scenario(s: aiohttp.ClientSession, base: str) -> None:
+        await asyncio.sleep(0.2)
+        async with s.get(base + "/sim/arrivals") as r:
+            assert (await r.json()) == {"background": []}
+    run(scenario, background_rps=0.0)
+
+
 @pytest.mark.parametrize("body", [{"bogus": 1}, {"error_rate": 2}, {"hang": "yes"}, [1]])
 def test_bad_faults_are_rejected(body: Any) -> None:
     async def scenario(s: aiohttp.ClientSession, base: str) -> None:

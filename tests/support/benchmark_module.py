@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -18,5 +19,6 @@ def load(name: str) -> ModuleType:
         spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
+        mp.setitem(sys.modules, name, module)  # dataclasses look their module up while the class is made
         spec.loader.exec_module(module)
     return module
