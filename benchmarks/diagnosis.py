@@ -48,7 +48,9 @@ preemptions with the recent peak full): seeds 8000-8001 (--seeds 2 --healthy 2) 
 10/10, 30/31 (a long-prompt run +9); new seeds 13000 at 543dc25: 34/35 (an engine restart named long_prompts
 first, fixed by 5df4da8's restart at first sight), 9/10, 30/31 (+5); new seeds 14000 at 04a6ea3: 34/35 (a KV
 shrink named long_prompts on a natural run of long prompts), 10/10, 33/34 (+9); new seeds 15000 at f595f1d (mean
-prompt baselines): 35/35, 9/10 (a real cluster of the users' arrivals in the warm-up, named capacity), 34/35 (+8).
+prompt baselines): 35/35, 9/10 (a real cluster of the users' arrivals in the warm-up, named capacity), 34/35 (+8);
+new seeds 16000 at bf4a288: 35/35, 10/10, 29/32 (+52 and +4 counted from breaches that cleared at once; 31/32 from
+the onset of the breach episode).
 benchmarks/diagnosis_retable.py re-decides the traces through today's rule table in seconds. Late verdicts left:
 long_prompts at 1 user request/s (the users' mean prompt of ~20 requests per window, against a baseline learned
 from ~60-200, fills slowly while long prefills jam the engine) and load surges whose arrivals stand out of Poisson
