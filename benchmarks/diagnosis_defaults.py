@@ -23,7 +23,8 @@ evaluations after the scrapes (uniform over a scrape interval; --phase S fixes i
 scrape times as before 2026-11-28). The timed arm ("timed") adds sloguard's probes at their defaults, an SLO whose
 p95 objectives are --headroom × the seed's worst healthy 5-min probe p95, and times its breach (the probes' p95
 over the SLO's shortest window) and the first cause published after it (2 of the last 3 evaluations, state rows
-counted breach or not, in RULES precedence; the stage a verdict also needs is not modelled).
+counted breach or not, or at once where a `sure` row holds, in RULES precedence; the stage a verdict also needs is
+not modelled).
 
 Measured (commit 8fb023d, 2026-11-28, seeds' own phases): verdict − breach within two evaluations: prompts x4 at
 0.5 / 2 / 5 users/s 24/25, 30/30, 30/30 (max +3); load x3 17/17, 30/30, 30/30 (max +2); the right cause named
@@ -33,6 +34,8 @@ Rerun at e63c5c0 (the users' prompt baselines the mean of their healthy values):
 evaluations too. Before the 2.5x long_prompts row (a4a47db): prompts 22/25, 30/30, 29/30 (max +4). Before the
 thirty-second span (ac5be04, 7c4398c): prompts 22/25, 30/30 (max +2), 28/30. Before the spans ended at the newest
 scrape (4e91663): prompts 22/25, 23/30, 21/23 with capacity named first in 7/30 at 5 users/s.
+Rerun with the 2.5x and 3x long_prompts rows named at first sight (`sure`, 2026-11-29): prompts 25/25, 30/30, 30/30
+(max +2, +0, +1), load and the healthy runs as before, the evidence's evaluations the same.
 
 Run: .venv/bin/python benchmarks/diagnosis_defaults.py [--seeds 30] [--rates 0.5 2 5] [--phase S]   (~5 min on 2 cores)
 """
@@ -177,26 +180,31 @@ class Judge:
         self.base = Baselines(d.baseline, min_span=d.window, adopt=d.baseline / 4, means=MEAN_BASELINES)
         self.first: dict[str, int] = {}
         self.held: dict[int, frozenset[str]] = {}
+        self.sure: dict[int, frozenset[str]] = {}  # per evaluation, the causes a `sure` row names at once
 
     def evaluate(self, sig: dict[str, float], k: int) -> None:
         """Record the watched causes whose rows hold at evaluation k after the fault, and the first k of each."""
         if self.only_whole:
             sig = {n: v for n, v in sig.items() if n != "prompt_tokens_recent"}
         inp = Inputs("slo", 0.0, self.d.window, (), {}, sig, self.base.all())
-        held = frozenset(r.cause for r in RULES if r.cause in WATCHED and apply(r, inp)[0])
+        rows = [r for r in RULES if r.cause in WATCHED and apply(r, inp)[0]]
+        held = frozenset(r.cause for r in rows)
         self.held[k] = held
+        self.sure[k] = frozenset(r.cause for r in rows if r.sure)
         for cause in held:
             self.first.setdefault(cause, k)
 
     def named(self, breach: int, now: int) -> str | None:
-        """Return the cause published at evaluation `now` ≥ the breach: its rows held at 2 of the last 3.
+        """Return the cause published at evaluation `now` ≥ the breach: its rows held at 2 of the last 3, or a
+        `sure` row holds now.
 
         Both watched causes' rows are state rows, counted breach or not (confirm.Confirmer, engine.holding), in
         RULES precedence; the stage a verdict also needs is not modelled here.
         """
         recent = [self.held.get(now - i, frozenset()) for i in range(3)]
+        sure = self.sure.get(now, frozenset())
         for cause in dict.fromkeys(r.cause for r in RULES):
-            if cause in recent[0] and sum(cause in h for h in recent) >= 2:
+            if cause in recent[0] and (cause in sure or sum(cause in h for h in recent) >= 2):
                 return cause
         return None
 
@@ -372,7 +380,7 @@ def main() -> None:
         lines = ["  evidence (no probes; baselines learn until the fault):", *_evidence(rps, args, d)]
         if not args.evidence_only:
             lines += [f"  timed (probes; objectives {args.headroom:g}× the healthy p95; baselines learn until the "
-                      f"breach; published at 2 of 3):", *_breaches(rps, args, d)]
+                      f"breach; published at 2 of 3, a sure row at once):", *_breaches(rps, args, d)]
         print(f"users {rps:g}/s ({time.monotonic() - t0:.0f}s):", *lines, sep="\n")
 
 

@@ -5,10 +5,11 @@ threshold, a guard, a precedence) needs its effect on every recorded run, the he
 poll holds the signals with their baselines, the located stage and the breach the daemon saw; this replays them, one
 distinct evaluation at a time (a poll every half interval shows most evaluations twice), through `engine.apply` and
 the confirmation's rule (a cause held at 2 of the last 3 evaluations, state rows counted breach or not, a published
-cause kept while its row holds, an event row's named at once; sloguard.diagnose.confirm). What it cannot replay: a
-change to a signal's computation, to where a stage is located, or to which baselines count (a trace records the
-baselines the daemon used: traces of the 60 s warm-up, before prompt baselines needed 100 of the users' prefills,
-hold prompt baselines today's daemon would have withheld at injection); those need the real-time benchmark.
+cause kept while its row holds, an event row's and a sure row's named at once; sloguard.diagnose.confirm). What it
+cannot replay: a change to a signal's computation, to where a stage is located, or to which baselines count (a
+trace records the baselines the daemon used: traces of the 60 s warm-up, before prompt baselines needed 100 of the
+users' prefills, hold prompt baselines today's daemon would have withheld at injection); those need the real-time
+benchmark.
 
 `--mean-prompt-baselines` replays traces recorded before f595f1d, whose users' prompt baselines were the median of
 their healthy values, as today's daemon learns them (their mean, prompts.MEAN_BASELINES): it replays both from the
@@ -81,22 +82,26 @@ def mean_prompt_baselines(trace: Sequence[Poll], horizon: float = 600.0, window:
     return out
 
 
-def held(poll: Poll, rules: Iterable[CauseRule]) -> tuple[set[str], list[str]]:
-    """Return (state causes whose rows hold, breach or not; causes that can explain the poll's breach)."""
+def held(poll: Poll, rules: Iterable[CauseRule]) -> tuple[set[str], list[str], set[str]]:
+    """Return (state causes whose rows hold, breach or not; causes that can explain the poll's breach; causes a
+    `sure` row names now)."""
     sig = {k: v["value"] for k, v in poll["signals"].items() if v.get("value") is not None}
     base = {k: v["baseline"] for k, v in poll["signals"].items() if v.get("baseline") is not None}
     inp = Inputs("s", 0.0, 0.0, (), {}, sig, base)
     state: set[str] = set()
+    sure: set[str] = set()
     cands: list[str] = []
     for rule in rules:
         if not apply(rule, inp)[0]:
             continue
         if rule.unlocated or rule.state:
             state.add(rule.cause)
+        if rule.sure:
+            sure.add(rule.cause)
         stage = poll["stage"]
         if poll["breach"] is not None and (stage in rule.stages or (stage == "none" and rule.unlocated)):
             cands.append(rule.cause)
-    return state, list(dict.fromkeys(cands))
+    return state, list(dict.fromkeys(cands)), sure
 
 
 def decide(trace: Sequence[Poll], rules: Sequence[CauseRule] = RULES) -> list[str]:
@@ -109,13 +114,14 @@ def decide(trace: Sequence[Poll], rules: Sequence[CauseRule] = RULES) -> list[st
         if i not in firsts:
             out.append(out[-1] if out else "none")
             continue
-        state, cands = held(poll, rules)
+        state, cands, sure = held(poll, rules)
         history = [*history, state | set(cands)][-N:]
         if poll["breach"] is None:
             published = ""
             out.append("none")
             continue
-        pick = next((c for c in cands if c == published or c in EVENTS or sum(c in h for h in history) >= K), "")
+        pick = next((c for c in cands if c == published or c in EVENTS or c in sure
+                     or sum(c in h for h in history) >= K), "")
         published = pick
         out.append(pick or "unknown")
     return out

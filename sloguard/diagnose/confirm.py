@@ -14,7 +14,9 @@ burst of noise (one evaluation) never names a cause; strict agreement at consecu
 for, because two causes whose rules both hold near their thresholds (KV pressure and the queue it ends in)
 alternate as the first holding row and would keep each other unconfirmed. An event row's cause (`CauseRule.event`:
 a restart, counted over restart_hold) is named at once: it cannot be noise at a threshold, and while it waited a
-lower row that held before it was published in its place.
+lower row that held before it was published in its place. So is a `sure` row's (`CauseRule.sure`: the users'
+prompts at 2.5x and 3x their baseline), whose level healthy noise reached at 0.04% of traced evaluations, where
+the confirmation it waited for cost the long-prompt verdicts an evaluation (rules.py).
 """
 
 from __future__ import annotations
@@ -38,10 +40,12 @@ class Confirmer:
         self.k, self.n, self.events = k, n, events
         self._held: dict[str, deque[frozenset[str]]] = {}
 
-    def publish(self, cands: Sequence[Verdict], published: Verdict | None, holding: Iterable[str] = ()) -> Verdict:
+    def publish(self, cands: Sequence[Verdict], published: Verdict | None, holding: Iterable[str] = (),
+                sure: Iterable[str] = ()) -> Verdict:
         """Return the verdict to publish from `engine.candidates` (precedence order) and the one published last.
 
-        `holding`: the state-like causes whose evidence holds at this evaluation, breach or not (`engine.holding`).
+        `holding`: the state-like causes whose evidence holds at this evaluation, breach or not (`engine.holding`);
+        `sure`: the causes a row far past healthy noise names at this evaluation (`engine.sure`), named at once.
         """
         first = cands[0]
         held = self._held.setdefault(first.slo, deque(maxlen=self.n))
@@ -49,8 +53,9 @@ class Confirmer:
         if first.cause in UNNAMED:
             return first
         kept = published.cause if published is not None else ""
+        at_once = self.events | frozenset(sure)
         for v in cands:
-            if v.cause == kept or v.cause in self.events or sum(v.cause in h for h in held) >= self.k:
+            if v.cause == kept or v.cause in at_once or sum(v.cause in h for h in held) >= self.k:
                 return v
         return dataclasses.replace(first, cause="unknown", confidence=0.0,
                                    lever=f"confirming {first.cause}: it must hold at {self.k} of the last "

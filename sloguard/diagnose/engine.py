@@ -182,6 +182,11 @@ def holding(inp: Inputs) -> frozenset[str]:
     return frozenset(rule.cause for rule in RULES if (rule.unlocated or rule.state) and apply(rule, inp)[0])
 
 
+def sure(inp: Inputs) -> frozenset[str]:
+    """Return the causes a row marked `sure` (a level far past healthy noise) names now, breach or not."""
+    return frozenset(rule.cause for rule in RULES if rule.sure and apply(rule, inp)[0])
+
+
 def decide(inp: Inputs) -> Verdict:
     """Return the verdict for one SLO (module docstring)."""
     return candidates(inp)[0]

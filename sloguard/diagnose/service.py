@@ -17,7 +17,7 @@ from sloguard.config.units import format_duration
 from sloguard.diagnose import inputs, prompts, signals
 from sloguard.diagnose.arrivals import ProbeLoad
 from sloguard.diagnose.confirm import Confirmer
-from sloguard.diagnose.engine import candidates, holding
+from sloguard.diagnose.engine import candidates, holding, sure
 from sloguard.diagnose.history import Baselines, Series
 from sloguard.diagnose.model import STAGES, Inputs, Verdict
 from sloguard.diagnose.text import as_json, evidence_lines, line
@@ -137,7 +137,7 @@ class Diagnoser:
                                   if r.excess is not None}
         inp = Inputs(slo.name, now, self.window, found_breaches, readings, sig, learned, notes)
         self._seen[slo.name] = {k: {"value": v, "baseline": learned.get(k)} for k, v in sorted(sig.items())}
-        verdict = self._confirm.publish(candidates(inp), self.verdicts.get(slo.name), holding(inp))
+        verdict = self._confirm.publish(candidates(inp), self.verdicts.get(slo.name), holding(inp), sure(inp))
         if not any(b.recent for b in found_breaches):  # the diagnosis window itself is healthy
             base.record(now, {**inputs.healthy_values(q), **{k: v for k, v in sig.items()
                                                              if k not in UNLEARNED}})

@@ -74,6 +74,16 @@ def test_a_restart_is_named_at_the_evaluation_that_shows_it(retable: ModuleType)
     assert retable.lag(run, causes) == 0
 
 
+def test_prompts_far_past_noise_are_named_at_the_evaluation_that_shows_them(retable: ModuleType) -> None:
+    """As the daemon's Confirmer: the users' mean at 2.75x (the `sure` 2.5x row) names long_prompts at once."""
+    longer = {**HEALTHY, "prompt_tokens_per_request": (1100.0, 400.0), "prompt_tokens_p90": (1100.0, 1000.0)}
+    run = {**_run([(-1.0, HEALTHY, False), (1.0, longer, True), (2.0, longer, True)]), "fault": "long_prompts",
+           "expected": "long_prompts"}
+    causes = retable.decide(run["trace"])
+    assert causes[2:] == ["long_prompts"] * 4
+    assert retable.lag(run, causes) == 0
+
+
 def test_median_prompt_baselines_replay_as_means(retable: ModuleType) -> None:
     """Healthy windows read 300 tokens three times in four and 900 once: the median 300 becomes their mean, 450."""
     healthy = [_poll(float(t), {"prompt_tokens_per_request": (900.0 if t % 4 == 0 else 300.0, 300.0),
