@@ -240,6 +240,15 @@ CASES = [
      "none", "engine_restart"),
     ("no stage explains it and no restart: unknown", _inputs(stages={"ttft": 4.9}, signals={"requests_waiting": 9.0}),
      "none", "unknown"),
+    # a surge that grew the batch slows every step; requests cut short have no stages (benchmark trace: a load
+    # surge's TPOT read "no single stage" for 7 s with the batch 6-8x and the users' arrivals 8-10 sd up)
+    ("a surge that grew the batch names a breach no stage explains", _inputs((CUT_TPOT,), {
+        "tpot": 0.011, "decode": 0.011}, {"requests_running": 28.0, "arrival_surge_z": 9.0}), "none", "capacity"),
+    ("a batch grown without more arrivals does not name an unlocated breach", _inputs((CUT_TPOT,), {
+        "tpot": 0.011, "decode": 0.011}, {"requests_running": 28.0, "arrival_surge_z": 1.0}), "none", "unknown"),
+    ("a surge of longer prompts is not capacity's, located or not", _inputs((CUT_TPOT,), {
+        "tpot": 0.011, "decode": 0.011}, {"requests_running": 28.0, "arrival_surge_z": 9.0,
+                                          "prompt_tokens_recent": 900.0}), "none", "unknown"),
     # a full KV cache holds requests back until they time out without stages (benchmark trace: 17 s of "no
     # single stage" while the cache sat at 0.98 and preemptions ran)
     ("kv pressure names a breach no stage explains", _inputs((CUT_TPOT,), {"tpot": 0.011, "decode": 0.011}, {
