@@ -20,7 +20,7 @@ cause without changing the count. Goals (issue 12): right cause ≥ 90% of fault
 of healthy runs, verdict within two evaluation intervals after the objective breaches. --trace FILE writes
 every poll's verdict, evidence and signals (with baselines) per lane, to see why a verdict came late.
 
-Run: .venv/bin/python benchmarks/diagnosis.py [--seeds 5] [--healthy 10] [--parallel 4] [--seed-base 100]
+Run: .venv/bin/python benchmarks/diagnosis.py [--seeds 5] [--healthy 10] [--parallel 4] [--seed-base 100] [--profile P]
      (~55 min on 2 cores; tune on the default seeds, validate on --seed-base 1000); shares print with their 95%
      Wilson interval; .venv/bin/python benchmarks/diagnosis.py --pool A.json B.json pools --trace files
      .venv/bin/python benchmarks/diagnosis.py --cost   (the diagnosis step's own cost per evaluation, ~1 min)
@@ -84,7 +84,39 @@ from sloguard.bench.judge import wilson
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
-EVAL_S = 1.0
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The daemon's timing in a round: evaluations, scrapes, host reads, probes, the diagnosis window."""
+
+    eval_s: float
+    scrape: str  # the targets' scrape_interval and scrape_timeout lines ("" = the daemon's defaults)
+    host: str  # the host source's interval line ("" = its default)
+    probes: int  # probes per lane, each `probe_interval` apart
+    probe_interval: str
+    probe_timeout: str
+    window: float  # diagnose.window, seconds
+    diagnose: str  # the rest of the diagnose block ("" = its defaults)
+    warmup: float
+    observe: float
+    restart_s: float  # engine_restart_s: a restart that breaches at this profile's scale
+
+
+# "compressed": the benchmark since 2026-11-27, the defaults' time compressed 15x (1 s evaluations, a 20 s window) so
+# a seed set fits in an hour; the users' traffic is not compressed, so its windows hold 1/15 of the defaults' prompts.
+# "defaults": the daemon's own defaults (15 s evaluations and scrapes, host source every 15 s, a 300 s diagnosis
+# window, a 1 h baseline horizon, a 600 s restart hold); the only probe the defaults do not fix is how many there are:
+# one every 3 s puts ~100 in the SLO's 5 min window (one default probe every 30 s would make its p95 the max of 10).
+# Warm-up 900 s: baselines need settled values spanning a window (history.Baselines: 450 s of values), plus the
+# first window. A restart of 30 s (vLLM reloading a model) instead of 6 s: the compressed 6 s is 90 s at this scale.
+PROFILES = {
+    "compressed": Profile(1.0, "    scrape_interval: 1s\n    scrape_timeout: 900ms\n", "  interval: 1s\n", 10, "5s",
+                          "4900ms", 20.0, ", baseline: 10m, restart_hold: 60s", 200.0, 75.0, 6.0),
+    "defaults": Profile(15.0, "", "", 1, "3s", "2900ms", 300.0, "", 900.0, 300.0, 30.0),
+}
+PROFILE = PROFILES["compressed"]
+EVAL_S = PROFILE.eval_s
 TIME_SCALE = 2.0  # every model time × 2 (TPOT ~30 ms, TTFT ~0.15 s): a loaded 2-core machine's jitter stays small
 BACKGROUND_RPS = 1.0  # with the time scale, the engine as busy as the default simulator at 2 requests/s
 TTFT_OBJECTIVE, TPOT_OBJECTIVE = "1s", "150ms"  # p95 of each; healthy runs read ~0.3-0.8 s and ~90-130 ms here
@@ -142,18 +174,17 @@ class Lane:
 
 
 def lane_config(lane: Lane) -> tuple[str, str, str, str]:
+    p = PROFILE
     probes = "\n".join(
-        f"  - {{name: {lane.name}-p{i}, target: {lane.name}, api: chat, interval: 5s, timeout: 4900ms, max_tokens: 24,"
-        f" prompts: [{{tokens: 128}}]}}" for i in range(10))
+        f"  - {{name: {lane.name}-p{i}, target: {lane.name}, api: chat, interval: {p.probe_interval}, timeout:"
+        f" {p.probe_timeout}, max_tokens: 24, prompts: [{{tokens: 128}}]}}" for i in range(p.probes))
     return f"""
   - name: {lane.name}
     engine: vllm
     metrics_url: http://127.0.0.1:{lane.port}/metrics
     api_url: http://127.0.0.1:{lane.port}
     model: sim-llama-3-8b
-    scrape_interval: 1s
-    scrape_timeout: 900ms
-    dcgm_url: http://127.0.0.1:{lane.port}/dcgm/metrics
+{p.scrape}    dcgm_url: http://127.0.0.1:{lane.port}/dcgm/metrics
 """, probes, f"""
   - name: {lane.name}
     target: {lane.name}
@@ -166,9 +197,9 @@ def daemon_config(lanes: list[Lane], listen: int, state: str, window: float) -> 
     parts = [lane_config(lane) for lane in lanes]
     return (f"version: sloguard/v1\nlisten: 127.0.0.1:{listen}\nstate_dir: {state}\nevaluation_interval: {EVAL_S:g}s\n"
             f"builtin_alerts: false\ntargets:{''.join(p[0] for p in parts)}probes:\n"
-            + "\n".join(p[1] for p in parts) + f"\nslos:{''.join(p[2] for p in parts)}host:\n  interval: 1s\n"
+            + "\n".join(p[1] for p in parts) + f"\nslos:{''.join(p[2] for p in parts)}host:\n{PROFILE.host}"
             f"  processes:\n" + "\n".join(p[3] for p in parts)
-            + f"\ndiagnose: {{window: {window:g}s, baseline: 10m, restart_hold: 60s}}\n")
+            + f"\ndiagnose: {{window: {window:g}s{PROFILE.diagnose}}}\n")
 
 
 def _get(url: str) -> Any:
@@ -252,6 +283,14 @@ def _secs(w: str) -> float:
     return float(w[:-1]) * units[w[-1]]
 
 
+def fault_payload(fault: str) -> dict[str, Any]:
+    """Return the fault's POST /sim/faults body at the profile's scale (only a restart's length differs)."""
+    body = dict(FAULTS[fault][1])
+    if "engine_restart_s" in body:
+        body["engine_restart_s"] = PROFILE.restart_s
+    return body
+
+
 def run_round(lanes: list[Lane], warmup: float, observe: float, window: float) -> None:
     with tempfile.TemporaryDirectory(prefix="sloguard-diag-") as tmpdir:
         tmp = Path(tmpdir)
@@ -269,7 +308,7 @@ def run_round(lanes: list[Lane], warmup: float, observe: float, window: float) -
             _observe(lanes, base, start + warmup, warmup)  # healthy phase: a false cause counts there too
             for lane in lanes:
                 if lane.fault:
-                    _post(f"http://127.0.0.1:{lane.port}/sim/faults", FAULTS[lane.fault][1])
+                    _post(f"http://127.0.0.1:{lane.port}/sim/faults", fault_payload(lane.fault))
             _observe(lanes, base, time.monotonic(), observe)
             for lane in lanes:
                 with contextlib.suppress(OSError):
@@ -494,9 +533,12 @@ def main() -> int:
     # history is not yet settled (history.Baselines), so 180 s of values past the first full window. With 150 s
     # (seed set 5000) 13 of 45 lanes began their fault with the prompt baseline withheld (~90-105 prefills behind
     # it), and a long-prompt run was late for it (+33). 60 s until 2026-11-28.
-    ap.add_argument("--warmup", type=float, default=200.0)
-    ap.add_argument("--observe", type=float, default=75.0)
-    ap.add_argument("--window", type=float, default=20.0, help="diagnose.window in seconds")
+    ap.add_argument("--profile", choices=sorted(PROFILES), default="compressed",
+                    help="the daemon's timing: compressed (1 s evaluations, a 20 s window; ~56 min a seed set) or "
+                    "defaults (the daemon's defaults: 15 s evaluations and scrapes, a 300 s window; ~21 min a round)")
+    ap.add_argument("--warmup", type=float, help="healthy seconds before injection (default: the profile's, 200 / 900)")
+    ap.add_argument("--observe", type=float, help="seconds observed after injection (the profile's: 75 / 300)")
+    ap.add_argument("--window", type=float, help="diagnose.window in seconds (the profile's: 20 / 300)")
     ap.add_argument("--faults", default=",".join(FAULTS))
     ap.add_argument("--seed-base", type=int, default=100, help="simulator seeds: faulted runs base+0..seeds-1, "
                     "healthy runs base+400.. (validate on seeds not tuned on, e.g. --seed-base 1000)")
@@ -511,6 +553,12 @@ def main() -> int:
     if args.cost:
         cost()
         return 0
+    global PROFILE, EVAL_S
+    PROFILE = PROFILES[args.profile]
+    EVAL_S = PROFILE.eval_s
+    warmup = PROFILE.warmup if args.warmup is None else args.warmup
+    observe = PROFILE.observe if args.observe is None else args.observe
+    window = PROFILE.window if args.window is None else args.window
     faults = [f for f in args.faults.split(",") if f]
     base = args.seed_base
     todo = [Lane(f"{f.replace('_', '-')}-{s}", f, base + s) for s in range(args.seeds) for f in faults]
@@ -519,18 +567,19 @@ def main() -> int:
     t0 = time.monotonic()
     for i in range(0, len(todo), args.parallel):
         lanes = todo[i:i + args.parallel]
-        run_round(lanes, args.warmup, args.observe, args.window)
+        run_round(lanes, warmup, observe, window)
         done += lanes
         for lane in lanes:
             print(f"[{time.monotonic() - t0:6.0f}s] {lane.name}: {verdict_of(lane)} (expected {lane.expected}); "
                   f"breach at {lane.breach_t}", flush=True)
     print(f"\n{len(done)} runs in {time.monotonic() - t0:.0f}s, {os.cpu_count()} CPUs, evaluation every {EVAL_S:g}s, "
-          f"diagnosis window {args.window:g}s, seed base {base}, load average {os.getloadavg()}")
+          f"diagnosis window {window:g}s, profile {args.profile}, seed base {base}, load average {os.getloadavg()}")
     report(done)
     if args.trace:
         Path(args.trace).write_text(json.dumps({lane.name: {
             "breach_t": lane.breach_t, "fault": lane.fault, "expected": lane.expected, "verdict": verdict_of(lane),
-            "lag": lag_of(lane), "burst": burst_of(lane), "trace": lane.trace} for lane in done}))
+            "lag": lag_of(lane), "burst": burst_of(lane), "profile": args.profile, "eval_s": EVAL_S,
+            "trace": lane.trace} for lane in done}))
     return 0
 
 
