@@ -121,7 +121,9 @@ PROFILE = PROFILES["compressed"]
 EVAL_S = PROFILE.eval_s
 TIME_SCALE = 2.0  # every model time × 2 (TPOT ~30 ms, TTFT ~0.15 s): a loaded 2-core machine's jitter stays small
 BACKGROUND_RPS = 1.0  # with the time scale, the engine as busy as the default simulator at 2 requests/s
-TTFT_OBJECTIVE, TPOT_OBJECTIVE = "1s", "150ms"  # p95 of each; healthy runs read ~0.3-0.8 s and ~90-130 ms here
+# p95 of each; healthy runs read ~0.3-0.8 s and ~90-130 ms with the compressed profile's 2 probes/s, ~0.2-0.6 s and
+# ~45-80 ms with the defaults profile's 1 probe per 3 s (a lighter engine), where a CPU burn read ~95 ms (--tpot)
+TTFT_OBJECTIVE, TPOT_OBJECTIVE = "1s", "150ms"
 # fault class -> (expected cause, POST /sim/faults payload). Strong enough that the SLO breaches in every run: a
 # fault that never breaches leaves nothing to diagnose (kv_blocks 288 and 192 did not breach in 1 of 5 runs each:
 # they fill only when long background requests coincide; cpu_burn 0.85 and 0.95 did not in 3 of 5 until the
@@ -541,6 +543,8 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, help="healthy seconds before injection (default: the profile's, 200 / 750)")
     ap.add_argument("--observe", type=float, help="seconds observed after injection (the profile's: 75 / 300)")
     ap.add_argument("--window", type=float, help="diagnose.window in seconds (the profile's: 20 / 300)")
+    ap.add_argument("--ttft", default=TTFT_OBJECTIVE, help="the SLO's p95 TTFT objective")
+    ap.add_argument("--tpot", default=TPOT_OBJECTIVE, help="the SLO's p95 TPOT objective")
     ap.add_argument("--faults", default=",".join(FAULTS))
     ap.add_argument("--seed-base", type=int, default=100, help="simulator seeds: faulted runs base+0..seeds-1, "
                     "healthy runs base+400.. (validate on seeds not tuned on, e.g. --seed-base 1000)")
@@ -555,7 +559,8 @@ def main() -> int:
     if args.cost:
         cost()
         return 0
-    global PROFILE, EVAL_S
+    global PROFILE, EVAL_S, TTFT_OBJECTIVE, TPOT_OBJECTIVE
+    TTFT_OBJECTIVE, TPOT_OBJECTIVE = args.ttft, args.tpot
     PROFILE = PROFILES[args.profile]
     EVAL_S = PROFILE.eval_s
     warmup = PROFILE.warmup if args.warmup is None else args.warmup
@@ -577,12 +582,14 @@ def main() -> int:
             print(f"[{time.monotonic() - t0:6.0f}s] {lane.name}: {verdict_of(lane)} (expected {lane.expected}); "
                   f"breach at {lane.breach_t}", flush=True)
     print(f"\n{len(done)} runs in {time.monotonic() - t0:.0f}s, {os.cpu_count()} CPUs, evaluation every {EVAL_S:g}s, "
-          f"diagnosis window {window:g}s, profile {args.profile}, seed base {base}, load average {os.getloadavg()}")
+          f"diagnosis window {window:g}s, profile {args.profile}, p95 objectives TTFT {args.ttft} TPOT {args.tpot}, "
+          f"seed base {base}, load average {os.getloadavg()}")
     report(done)
     if args.trace:
         Path(args.trace).write_text(json.dumps({lane.name: {
             "breach_t": lane.breach_t, "fault": lane.fault, "expected": lane.expected, "verdict": verdict_of(lane),
             "lag": lag_of(lane), "burst": burst_of(lane), "profile": args.profile, "eval_s": EVAL_S,
+            "slo": {"ttft": args.ttft, "tpot": args.tpot},
             "trace": lane.trace} for lane in done}))
     return 0
 
