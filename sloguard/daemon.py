@@ -13,7 +13,7 @@ from typing import Any
 
 from sloguard import __version__
 from sloguard.alerts.service import Alerting
-from sloguard.clock import Clock, SystemClock
+from sloguard.clock import Clock, SystemClock, next_tick
 from sloguard.components import (
     Secrets,
     build_sources,
@@ -167,13 +167,16 @@ class Daemon:
         return stream(self.cfg.state_dir, spec)
 
     async def _loop(self, interval: float, step: Any, first: float | None = None) -> None:
+        """Run `step` every `interval` on a fixed cadence from its first run (clock.next_tick), never raising."""
         await asyncio.sleep(interval if first is None else first)
+        origin = time.monotonic()
         while not self.stopping.is_set():
             try:
                 step()
             except Exception:  # one bad cycle must not end the loop
                 log.exception("periodic step failed", extra={"step": getattr(step, "__name__", "?")})
-            await asyncio.sleep(interval)
+            now = time.monotonic()
+            await asyncio.sleep(next_tick(origin, interval, now) - now)
 
     async def _watchdog(self) -> None:
         """Feed systemd's watchdog while the main loop runs and its evaluation loop keeps cycling.
