@@ -51,6 +51,10 @@ shrink named long_prompts on a natural run of long prompts), 10/10, 33/34 (+9); 
 prompt baselines): 35/35, 9/10 (a real cluster of the users' arrivals in the warm-up, named capacity), 34/35 (+8);
 new seeds 16000 at bf4a288: 35/35, 10/10, 29/32 (+52 and +4 counted from breaches that cleared at once; 31/32 from
 the onset of the breach episode).
+At the daemon's defaults (--profile defaults --parallel 9 --seed-base 19000, 2026-11-29, commit 92622db, 5,311 s):
+29/30 right of the runs that breached (a KV shrink named capacity first: requests waiting, the cache's recent peak
+0.83), the five CPU burns never breached the 150 ms TPOT, 10/10 healthy, verdict - breach within two 29/30 (median
++0, max +4: that KV shrink); every load surge and prompt shift +0 or +1.
 benchmarks/diagnosis_retable.py re-decides the traces through today's rule table in seconds. Late verdicts left:
 long_prompts at 1 user request/s (the users' mean prompt of ~20 requests per window, against a baseline learned
 from ~60-200, fills slowly while long prefills jam the engine) and load surges whose arrivals stand out of Poisson
