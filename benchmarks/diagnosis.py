@@ -532,6 +532,7 @@ def cost(slos: int = 20, hours: float = 1.0) -> None:
 
 
 def main() -> int:
+    global PROFILE, EVAL_S, TTFT_OBJECTIVE, TPOT_OBJECTIVE
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--healthy", type=int, default=10, help="healthy runs in total")
@@ -563,7 +564,6 @@ def main() -> int:
     if args.cost:
         cost()
         return 0
-    global PROFILE, EVAL_S, TTFT_OBJECTIVE, TPOT_OBJECTIVE
     TTFT_OBJECTIVE, TPOT_OBJECTIVE = args.ttft, args.tpot
     PROFILE = PROFILES[args.profile]
     EVAL_S = PROFILE.eval_s
