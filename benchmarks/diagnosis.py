@@ -203,7 +203,8 @@ def lane_config(lane: Lane) -> tuple[str, str, str, str]:
 
 def daemon_config(lanes: list[Lane], listen: int, state: str, window: float) -> str:
     parts = [lane_config(lane) for lane in lanes]
-    return (f"version: sloguard/v1\nlisten: 127.0.0.1:{listen}\nstate_dir: {state}\nevaluation_interval: {EVAL_S:g}s\n"
+    return (f"version: sloguard/v1\nlisten: 127.0.0.1:{listen}\nstate_dir: {state}\n"
+            f"evaluation_interval: {PROFILE.eval_s:g}s\n"
             f"builtin_alerts: false\ntargets:{''.join(p[0] for p in parts)}probes:\n"
             + "\n".join(p[1] for p in parts) + f"\nslos:{''.join(p[2] for p in parts)}host:\n{PROFILE.host}"
             f"  processes:\n" + "\n".join(p[3] for p in parts)
@@ -297,6 +298,16 @@ def fault_payload(fault: str) -> dict[str, Any]:
     if "engine_restart_s" in body:
         body["engine_restart_s"] = PROFILE.restart_s
     return body
+
+
+def rounds(todo: list[Lane], parallel: int) -> list[list[Lane]]:
+    """Split the lanes into rounds of at most `parallel`, each taking every n-th lane.
+
+    A fault's seeds then go to different rounds: five CPU burns of 0.95 core in one round of 45 lanes loaded 2 cores
+    to 9 (2026-11-29), and no burning process got the core its evidence reads.
+    """
+    n = -(-len(todo) // parallel)
+    return [todo[r::n] for r in range(n)]
 
 
 def run_round(lanes: list[Lane], warmup: float, observe: float, window: float) -> None:
@@ -576,10 +587,7 @@ def main() -> int:
     todo += [Lane(f"healthy-{i}", "", base + 400 + i) for i in range(args.healthy)]
     done: list[Lane] = []
     t0 = time.monotonic()
-    # Rounds take every n-th lane, so a fault's seeds go to different rounds: five CPU burns of 0.95 core in one
-    # round of 45 lanes loaded 2 cores to 9 (2026-11-29), and no burning process got the core its evidence needs.
-    n = -(-len(todo) // args.parallel)
-    for lanes in (todo[r::n] for r in range(n)):
+    for lanes in rounds(todo, args.parallel):
         run_round(lanes, warmup, observe, window)
         done += lanes
         for lane in lanes:
