@@ -54,7 +54,8 @@ the onset of the breach episode).
 At the daemon's defaults (--profile defaults --parallel 9 --seed-base 19000, 2026-11-29, commit 92622db, 5,311 s):
 29/30 right of the runs that breached (a KV shrink named capacity first: requests waiting, the cache's recent peak
 0.83), the five CPU burns never breached the 150 ms TPOT, 10/10 healthy, verdict - breach within two 29/30 (median
-+0, max +4: that KV shrink); every load surge and prompt shift +0 or +1.
++0, max +4: that KV shrink); every load surge and prompt shift +0 or +1. One round on the daemon's fixed evaluation
+cadence (b1b73ab, --seeds 1 --healthy 2 --tpot 100ms --seed-base 20000): 7/7, 2/2, 6/6 within two (CPU burn +1).
 benchmarks/diagnosis_retable.py re-decides the traces through today's rule table in seconds. Late verdicts left:
 long_prompts at 1 user request/s (the users' mean prompt of ~20 requests per window, against a baseline learned
 from ~60-200, fills slowly while long prefills jam the engine) and load surges whose arrivals stand out of Poisson
