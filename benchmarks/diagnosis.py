@@ -123,7 +123,6 @@ PROFILES = {
     "defaults": Profile(15.0, "", "", 3, "9s", "8900ms", 300.0, "", 750.0, 300.0, 30.0),
 }
 PROFILE = PROFILES["compressed"]
-EVAL_S = PROFILE.eval_s
 TIME_SCALE = 2.0  # every model time × 2 (TPOT ~30 ms, TTFT ~0.15 s): a loaded 2-core machine's jitter stays small
 BACKGROUND_RPS = 1.0  # with the time scale, the engine as busy as the default simulator at 2 requests/s
 # p95 of each; healthy runs read ~0.3-0.8 s and ~90-130 ms with the compressed profile's 2 probes/s, ~0.2-0.6 s and
@@ -250,7 +249,7 @@ def _observe(lanes: list[Lane], base: str, t0: float, observe: float) -> None:
         try:
             doc = _get(f"{base}/api/v1/slos")
         except OSError:  # a poll that timed out on a loaded machine is skipped, not the whole benchmark lost
-            time.sleep(EVAL_S / 2)
+            time.sleep(PROFILE.eval_s / 2)
             continue
         by = {s["name"]: s for s in doc["slos"]}
         for lane in lanes:
@@ -285,7 +284,7 @@ def _observe(lanes: list[Lane], base: str, t0: float, observe: float) -> None:
                 lane.breach_t, lane.breach_at = t, slo.get("evaluated_at")
             for metric in misses:
                 lane.metric_breach_at.setdefault(metric, slo.get("evaluated_at") or 0.0)
-        time.sleep(EVAL_S / 2)
+        time.sleep(PROFILE.eval_s / 2)
 
 
 def _secs(w: str) -> float:
@@ -387,7 +386,7 @@ def lag_of(lane: Lane) -> float | None:
     if lane.verdict_at is None or lane.verdict_metric is None or is_pre(lane):
         return None
     breach = lane.metric_breach_at.get(lane.verdict_metric)
-    return None if breach is None else round((lane.verdict_at - breach) / EVAL_S)
+    return None if breach is None else round((lane.verdict_at - breach) / PROFILE.eval_s)
 
 
 def lag_episode(lane: Lane) -> float | None:
@@ -402,14 +401,14 @@ def lag_episode(lane: Lane) -> float | None:
     if lane.verdict_at is None or lane.verdict_metric is None:
         return None
     onsets = [o for o in lane.metric_onsets.get(lane.verdict_metric, []) if o <= lane.verdict_at]
-    return round((lane.verdict_at - onsets[-1]) / EVAL_S) if onsets else None
+    return round((lane.verdict_at - onsets[-1]) / PROFILE.eval_s) if onsets else None
 
 
 def lag_any(lane: Lane) -> float | None:
     """Return correct verdict − first breach of any objective after injection (the stricter, older figure)."""
     if lane.verdict_at is None or lane.breach_at is None or lane.pre_breach:
         return None
-    return round((lane.verdict_at - lane.breach_at) / EVAL_S)
+    return round((lane.verdict_at - lane.breach_at) / PROFILE.eval_s)
 
 
 def share(k: int, n: int) -> str:
@@ -482,7 +481,7 @@ def report(lanes: list[Lane]) -> None:
     print("\nwhy unknown (after injection), faulted runs whose right verdict came > 2 intervals after the breach:")
     for lane in faulted:
         first = time_to_verdict(lane)
-        if lane.breach_t is not None and (first is None or first - lane.breach_t > 2 * EVAL_S):
+        if lane.breach_t is not None and (first is None or first - lane.breach_t > 2 * PROFILE.eval_s):
             print(f"  {lane.name}: breach {lane.breach_t:.1f}s, verdict {first}: "
                   f"{[w for w in lane.why if w[0] >= 0][:8]}")
 
@@ -544,7 +543,7 @@ def cost(slos: int = 20, hours: float = 1.0) -> None:
 
 
 def main() -> int:
-    global PROFILE, EVAL_S, TTFT_OBJECTIVE, TPOT_OBJECTIVE
+    global PROFILE, TTFT_OBJECTIVE, TPOT_OBJECTIVE
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--healthy", type=int, default=10, help="healthy runs in total")
@@ -578,7 +577,6 @@ def main() -> int:
         return 0
     TTFT_OBJECTIVE, TPOT_OBJECTIVE = args.ttft, args.tpot
     PROFILE = PROFILES[args.profile]
-    EVAL_S = PROFILE.eval_s
     warmup = PROFILE.warmup if args.warmup is None else args.warmup
     observe = PROFILE.observe if args.observe is None else args.observe
     window = PROFILE.window if args.window is None else args.window
@@ -594,14 +592,15 @@ def main() -> int:
         for lane in lanes:
             print(f"[{time.monotonic() - t0:6.0f}s] {lane.name}: {verdict_of(lane)} (expected {lane.expected}); "
                   f"breach at {lane.breach_t}", flush=True)
-    print(f"\n{len(done)} runs in {time.monotonic() - t0:.0f}s, {os.cpu_count()} CPUs, evaluation every {EVAL_S:g}s, "
+    print(f"\n{len(done)} runs in {time.monotonic() - t0:.0f}s, {os.cpu_count()} CPUs, "
+          f"evaluation every {PROFILE.eval_s:g}s, "
           f"diagnosis window {window:g}s, profile {args.profile}, p95 objectives TTFT {args.ttft} TPOT {args.tpot}, "
           f"seed base {base}, load average {os.getloadavg()}")
     report(done)
     if args.trace:
         Path(args.trace).write_text(json.dumps({lane.name: {
             "breach_t": lane.breach_t, "fault": lane.fault, "expected": lane.expected, "verdict": verdict_of(lane),
-            "lag": lag_of(lane), "burst": burst_of(lane), "profile": args.profile, "eval_s": EVAL_S,
+            "lag": lag_of(lane), "burst": burst_of(lane), "profile": args.profile, "eval_s": PROFILE.eval_s,
             "slo": {"ttft": args.ttft, "tpot": args.tpot},
             "trace": lane.trace} for lane in done}))
     return 0
