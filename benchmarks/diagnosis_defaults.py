@@ -68,12 +68,14 @@ from sloguard.sim.virtual import VirtualServer
 from sloguard.slo.burnrate import STANDARD_WINDOWS
 from sloguard.windows.server import ServerWindows
 
+KV_BLOCKS = 160  # benchmarks/diagnosis.py's KV shrink: of the profile's 4,096, one 2,048-token prompt fills 0.8
 # fault -> (the cause its rows name, how it starts on the virtual server)
 FAULTS: dict[str, tuple[str, Callable[[VirtualServer], None]]] = {
     "long_prompts": ("long_prompts", lambda s: setattr(s, "prompt_scale", 4.0)),
     "load_surge": ("capacity", lambda s: setattr(s, "load_multiplier", 3.0)),
+    "kv_shrink": ("kv_cache_pressure", lambda s: s.shrink_kv(KV_BLOCKS)),
 }
-WATCHED = ("long_prompts", "capacity")  # the causes a healthy run must not show
+WATCHED = ("long_prompts", "kv_cache_pressure", "capacity")  # the causes a healthy run must not show
 _PROBE = ProbeSpec(name="p", target="t")
 PROBE_PROMPT, PROBE_TOKENS = _PROBE.prompts[0].tokens, _PROBE.max_tokens
 
@@ -126,7 +128,8 @@ class Scraper:
         gauges = {"requests_waiting": float(len(e.waiting)), "requests_running": float(len(e.running)),
                   "kv_cache_usage_ratio": e.kv_usage()}
         return ServerView("t", "vllm", ts, {"m": ModelView("m", histograms=hists, gauges=gauges,
-                                                           counters={"prompt_tokens": self.prompt_tokens},
+                                                           counters={"prompt_tokens": self.prompt_tokens,
+                                                                     "preemptions": float(self.sim.preemptions)},
                                                            finished_by_reason={"stop": float(self.finished)})})
 
 
@@ -301,6 +304,10 @@ def _lags(found: Sequence[int | None], observe: int) -> str:
     return f"median {statistics.median(got):g}, p90 {p90}, max {got[-1]}, missed {len(found) - len(got)}/{len(found)}"
 
 
+def _faults(args: argparse.Namespace) -> list[tuple[str, tuple[str, Callable[[VirtualServer], None]]]]:
+    return [(f, FAULTS[f]) for f in args.faults]
+
+
 def _share(k: int, n: int) -> str:
     lo, hi = wilson(k / n, n, 1.96)  # two-sided 95%, as benchmarks/diagnosis.py
     return f"{k}/{n} [{100 * lo:.0f}, {100 * hi:.0f}]%"
@@ -308,7 +315,7 @@ def _share(k: int, n: int) -> str:
 
 def _evidence(rps: float, args: argparse.Namespace, d: Defaults) -> list[str]:
     lines = []
-    for fault, (cause, _) in FAULTS.items():
+    for fault, (cause, _) in _faults(args):
         runs = [one_run(s, rps, fault, args.warmup, args.observe, d, args.only_whole, phase=_phase(args, d, s)).first
                 for s in range(args.seeds)]
         got = [r.get(cause) for r in runs]
@@ -336,7 +343,7 @@ def _phase(args: argparse.Namespace, d: Defaults, seed: int) -> float:
 
 def _breaches(rps: float, args: argparse.Namespace, d: Defaults) -> list[str]:
     lines = []
-    for fault, (cause, _) in FAULTS.items():
+    for fault, (cause, _) in _faults(args):
         runs = [_timed(rps, args, d, fault, s) for s in range(args.seeds)]
         timed = [r for r in runs if r.breach is not None]
         named = [r for r in timed if r.named is not None]
@@ -359,6 +366,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=30)
     ap.add_argument("--rates", type=float, nargs="+", default=[0.5, 2.0, 5.0], help="users' requests per second")
+    ap.add_argument("--faults", nargs="+", choices=list(FAULTS), default=list(FAULTS))
     ap.add_argument("--warmup", type=float, default=1800.0)
     ap.add_argument("--observe", type=int, default=40, help="evaluations watched after the fault / warm-up")
     ap.add_argument("--only-whole", action="store_true", help="long_prompts without prompt_tokens_recent")

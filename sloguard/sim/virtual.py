@@ -10,6 +10,7 @@ Used by benchmarks/report_power.py and tests that need many requests from the si
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 import random
@@ -48,12 +49,13 @@ class _Quiet:
         self.gaps: dict[str, list[float]] = {}
         self.prefills: list[tuple[float, int]] | None = None  # (first token's time, prompt tokens), all requests
         self.finishes: list[tuple[float, int]] | None = None  # (finish time, prompt tokens), all requests
+        self.preemptions = 0  # as vLLM's num_preemptions counter
 
     def step(self, running: int, waiting: int, kv_usage: float, tokens: int | None) -> None:
         return None
 
     def preempted(self) -> None:
-        return None
+        self.preemptions += 1
 
     def token(self, req: SimRequest, gap: float | None) -> None:
         if gap is None and self.prefills is not None and req.first_token is not None:
@@ -67,8 +69,8 @@ class _Quiet:
 
 
 class VirtualServer:
-    """One simulated server in virtual time; `multiplier`, `stall_s`, `prompt_scale` and `load_multiplier` are the
-    faults so named.
+    """One simulated server in virtual time; `multiplier`, `stall_s`, `prompt_scale`, `load_multiplier` and
+    `shrink_kv` (`kv_blocks`) are the faults so named.
 
     `record_requests()` starts keeping every request's prefill end and finish (the engine's prompt-token,
     first-token and finished counters, as a served simulator's /metrics would count them).
@@ -90,6 +92,15 @@ class VirtualServer:
         self._step_end: float | None = None
         self.done: list[Done] = []
         self.prompt_scale = 1.0  # × every background prompt from now on, as the served simulator's fault
+
+    @property
+    def preemptions(self) -> int:
+        """Return the requests preempted so far (the engine's preemption counter)."""
+        return self._rec.preemptions
+
+    def shrink_kv(self, blocks: int) -> None:
+        """Shrink the KV cache to `blocks` blocks from now on, as the served simulator's `kv_blocks` fault."""
+        self.engine.profile = dataclasses.replace(self.engine.profile, kv_blocks=blocks)
 
     def record_requests(self) -> tuple[list[tuple[float, int]], list[tuple[float, int]]]:
         """Keep every request's prefill end and finish, each (virtual time, prompt tokens), from now on.

@@ -41,12 +41,17 @@ def _scrape(ts: float, n: int, waiting: float) -> ServerView:
     return ServerView("t", "vllm", ts, {"m": mv})
 
 
+def _finished(now: float) -> int:
+    """Return the requests finished by `now`: 3 a second, 9 a second from 1040 to 1070 (a surge)."""
+    return int(now) * 3 + 6 * int(min(max(now - 1040.0, 0.0), 30.0))
+
+
 def _run(d: Diagnoser, engine: SLOEngine, server: ServerWindows, start: float, seconds: int, queue: float,
          waiting: float, rng: random.Random) -> None:
     for i in range(seconds):
         now = start + i
         engine.add_probe_results([_result(now - 0.5, rng, queue), _result(now - 0.25, rng, queue)])
-        server.add(_scrape(now, int(now) * 3, waiting))
+        server.add(_scrape(now, _finished(now), waiting))
         d.step(now, engine.evaluate(now, server), engine, server, [])
 
 
@@ -71,7 +76,8 @@ def test_learns_while_healthy_then_names_the_cause() -> None:
     assert {s.labels["stage"] for s in fams["sloguard_stage_excess_seconds"]} == {"network", "queue", "prefill",
                                                                                   "decode"}
     assert d.annotations({"slo": "chat"})["diagnosis"].startswith("none: no objective breached over the last 20s")
-    _run(d, engine, server, 1040.0, 30, queue=1.5, waiting=12.0, rng=rng)  # requests wait 1.5 s in the queue
+    # a surge: 3x the requests, and they wait 1.5 s in the queue
+    _run(d, engine, server, 1040.0, 30, queue=1.5, waiting=12.0, rng=rng)
     v = d.verdicts["chat"]
     assert (v.stage, v.cause) == ("queue", "capacity") and v.confidence > 0.5
     ann = d.annotations({"slo": "chat", "alertname": "X"})

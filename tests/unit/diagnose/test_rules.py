@@ -59,21 +59,31 @@ QUEUED = {"ttft": 2.4, "queue": 2.2}
 PREFILL = {"ttft": 2.4, "prefill": 2.2}
 SLOW_DECODE = {"tpot": 0.05, "decode": 0.05}
 NET = {"ttft": 2.4, "network": 2.2}
+DEEP = {"requests_waiting": 41.0, "arrival_surge_z": 2.5}  # a deep queue, the users' arrivals 2.5 sd over their rate
 
 # (case, inputs, stage, cause)
 CASES = [
     ("healthy", _inputs(breaches=()), "none", "none"),
-    ("capacity: deep queue", _inputs(stages=QUEUED, signals={"requests_waiting": 41.0}), "queue", "capacity"),
+    ("capacity: deep queue", _inputs(stages=QUEUED, signals=DEEP), "queue", "capacity"),
+    # a queue is more demand only where the users' arrivals rose and the batch did not shrink: else the engine is
+    # admitting less (a cache too small for the requests, below), or slower for a reason no signal shows
+    ("a deep queue with the users' arrivals as usual is not capacity", _inputs(stages=QUEUED, signals={
+        "requests_waiting": 41.0}), "queue", "unknown"),
+    ("a deep queue with the batch shrunk is not capacity", _inputs(stages=QUEUED, signals={
+        **DEEP, "requests_running": 2.0}), "queue", "unknown"),
+    ("capacity: a queue at an engine whose users' arrivals are not known", _inputs(stages=QUEUED, signals={
+        "requests_waiting": 41.0}, drop=("arrival_surge_z",)), "queue", "capacity"),
     # a queue while the users' recent prompts doubled is the prompts' doing, not yet long_prompts' 3x: unknown
     ("a queue behind prompts that doubled is no capacity", _inputs(stages=QUEUED, signals={
         "requests_waiting": 41.0, "prompt_tokens_recent": 850.0}), "queue", "unknown"),
     ("capacity: prompts 1.9x do not block it", _inputs(stages=QUEUED, signals={
-        "requests_waiting": 41.0, "prompt_tokens_recent": 800.0}), "queue", "capacity"),
-    ("capacity: an engine without prompt counters", _inputs(stages=QUEUED, signals={"requests_waiting": 41.0},
+        **DEEP, "prompt_tokens_recent": 800.0}), "queue", "capacity"),
+    ("capacity: an engine without prompt counters", _inputs(stages=QUEUED, signals=DEEP,
                                                              drop=("prompt_tokens_recent",)), "queue", "capacity"),
     ("capacity: batch grown, prompts doubled", _inputs((TPOT,), SLOW_DECODE, {
         "requests_running": 10.0, "arrival_surge_z": 3.5, "prompt_tokens_recent": 900.0}), "decode", "unknown"),
-    ("capacity: more requests, bigger batches", _inputs((TPOT,), SLOW_DECODE, {"request_rate": 6.0}), "decode",
+    ("capacity: more requests, bigger batches", _inputs((TPOT,), SLOW_DECODE, {"request_rate": 6.0,
+                                                                              "arrival_surge_z": 2.5}), "decode",
      "capacity"),
     ("capacity: the batch grew far more than the arrivals", _inputs((TPOT,), SLOW_DECODE, {
         "requests_running": 12.0, "request_rate": 2.6, "arrival_surge_z": 3.1}), "decode", "capacity"),
@@ -159,23 +169,50 @@ CASES = [
     ("kv full at p90 while preemptions pull the mean down", _inputs(stages=QUEUED, signals={
         "kv_cache_usage_ratio": 0.62, "kv_cache_usage_p90": 0.97, "preemptions_per_second": 0.3,
         "requests_waiting": 9.0}), "queue", "kv_cache_pressure"),
-    ("kv mean high but never full (p90 below 0.85)", _inputs(stages=QUEUED, signals={
-        "kv_cache_usage_ratio": 0.86, "kv_cache_usage_p90": 0.84, "requests_waiting": 9.0}), "queue", "capacity"),
+    ("kv mean high but never full (p90 below 0.85), with a surge", _inputs(stages=QUEUED, signals={
+        "kv_cache_usage_ratio": 0.86, "kv_cache_usage_p90": 0.84, "kv_cache_usage_peak": 0.88, "requests_waiting": 9.0,
+        "arrival_surge_z": 2.5}), "queue", "capacity"),
     # a cache that has just run out: the engine preempts and the recent scrapes read full while the window's p90
     # is still low (benchmark trace: 0.09, then 0.66 for 2 s, and the queue it formed read capacity)
     ("a cache that just ran out: preemptions and a full recent scrape", _inputs(stages=QUEUED, signals={
         "kv_cache_usage_ratio": 0.37, "kv_cache_usage_p90": 0.09, "kv_cache_usage_peak": 0.97,
         "preemptions_per_second": 0.2, "requests_waiting": 2.4}), "queue", "kv_cache_pressure"),
-    ("a full recent scrape without preemptions is not KV pressure", _inputs(stages=QUEUED, signals={
-        "kv_cache_usage_p90": 0.3, "kv_cache_usage_peak": 0.97, "requests_waiting": 9.0}), "queue", "capacity"),
-    ("preemptions with the cache short of its limit are not KV pressure", _inputs(stages=QUEUED, signals={
-        "kv_cache_usage_p90": 0.3, "kv_cache_usage_peak": 0.8, "preemptions_per_second": 0.2,
-        "requests_waiting": 9.0}), "queue", "capacity"),
+    ("a full recent scrape without preemptions, with a surge: capacity", _inputs(stages=QUEUED, signals={
+        "kv_cache_usage_p90": 0.3, "kv_cache_usage_peak": 0.97, "requests_waiting": 9.0, "arrival_surge_z": 2.5}),
+     "queue", "capacity"),
+    # a cache too small for the next request holds it back before anything is preempted (benchmark trace, seed
+    # 19002 at the defaults: 2 waiting against 0, the recent peak 0.83, the batch 1.8 against 2.4, arrivals 0.03 sd)
+    ("requests held back by the cache: waiting, the cache at 0.83, batch and arrivals as usual", _inputs(
+        stages=QUEUED, signals={"kv_cache_usage_p90": 0.06, "kv_cache_usage_peak": 0.83, "requests_waiting": 2.0,
+                                "requests_running": 1.8, "arrival_surge_z": 0.03},
+        baselines={"kv_cache_usage_peak": 0.07, "requests_running": 2.4}), "queue", "kv_cache_pressure"),
+    ("requests held back, the cache as full as usual: not the cache's doing", _inputs(stages=QUEUED, signals={
+        "kv_cache_usage_peak": 0.7, "requests_waiting": 9.0}, baselines={"kv_cache_usage_peak": 0.6}), "queue",
+     "unknown"),
+    ("requests held back with a batch grown 1.5x: more demand, not a smaller cache", _inputs(stages=QUEUED, signals={
+        "kv_cache_usage_peak": 0.97, "requests_waiting": 9.0, "requests_running": 6.0}), "queue", "unknown"),
+    ("requests held back with the users' arrivals 2 sd up: capacity", _inputs(stages=QUEUED, signals={
+        "kv_cache_usage_peak": 0.97, "requests_waiting": 9.0, "arrival_surge_z": 2.5}), "queue", "capacity"),
+    ("requests held back by the cache behind prompts that doubled: not yet anyone's", _inputs(stages=QUEUED, signals={
+        "kv_cache_usage_peak": 0.97, "requests_waiting": 9.0, "prompt_tokens_recent": 850.0}), "queue", "unknown"),
+    # at 15 s scrapes the moment the cache ran out falls between them: preemptions with a cache half full recently,
+    # or at a tenth of the window's scrapes, are KV pressure; with a cache never half full they are not
+    ("preemptions, the cache half full at a recent scrape", _inputs(stages=QUEUED, signals={
+        "kv_cache_usage_p90": 0.3, "kv_cache_usage_peak": 0.55, "preemptions_per_second": 0.02,
+        "requests_waiting": 0.4}, baselines={"preemptions_per_second": 0.0}), "queue", "kv_cache_pressure"),
+    ("preemptions, the cache at 0.44 at a tenth of the window's scrapes, idle now", _inputs(stages=QUEUED, signals={
+        "kv_cache_usage_p90": 0.44, "kv_cache_usage_peak": 0.04, "preemptions_per_second": 0.01,
+        "requests_waiting": 0.0, "arrival_surge_z": 2.5}, baselines={"preemptions_per_second": 0.0}), "queue",
+     "kv_cache_pressure"),
+    ("preemptions with the cache never half full are not KV pressure", _inputs(stages=QUEUED, signals={
+        "kv_cache_usage_p90": 0.3, "kv_cache_usage_peak": 0.4, "preemptions_per_second": 0.2,
+        "requests_waiting": 9.0, "arrival_surge_z": 2.5}), "queue", "capacity"),
     ("preemptions as usual are not a cache that just ran out", _inputs(stages=QUEUED, signals={
         "kv_cache_usage_p90": 0.3, "kv_cache_usage_peak": 0.97, "preemptions_per_second": 0.2,
-        "requests_waiting": 9.0}, baselines={"preemptions_per_second": 0.15}), "queue", "capacity"),
+        "requests_waiting": 9.0, "arrival_surge_z": 2.5}, baselines={"preemptions_per_second": 0.15}), "queue",
+     "capacity"),
     ("an engine without a KV gauge: preemptions alone name nothing", _inputs(stages=QUEUED, signals={
-        "preemptions_per_second": 0.2, "requests_waiting": 9.0},
+        "preemptions_per_second": 0.2, "requests_waiting": 9.0, "arrival_surge_z": 2.5},
         drop=("kv_cache_usage_ratio", "kv_cache_usage_p90", "kv_cache_usage_peak")), "queue", "capacity"),
     ("long prompts before a cache that just ran out", _inputs(stages=PREFILL, signals={
         "prompt_tokens_per_request": 1600.0, "prompt_tokens_p90": 4000.0, "kv_cache_usage_peak": 0.97,
@@ -294,7 +331,7 @@ CASES = [
         "gpu_throttle_reasons": 2.0, "gpu_sm_clock_ratio": 0.4}), "network", "network"),
     # timed-out requests (no server record) hold TTFT's tail: the queue explains most of what the stages rose by
     ("whole's tail without stages: the stages' rise decides", _uncovered(_inputs(
-        stages=TIMED_OUT, signals={"requests_waiting": 9.0}), 0.2), "queue", "capacity"),
+        stages=TIMED_OUT, signals={"requests_waiting": 9.0, "arrival_surge_z": 2.5}), 0.2), "queue", "capacity"),
     ("whole's tail without stages: a few ms of network is not where seconds went", _uncovered(_inputs(
         (Breach("ttft", 0.95, 4.9, 1.0, censored=True),), stages={"ttft": 4.9, "network": 0.009}), 0.3),
      "none", "unknown"),
@@ -307,7 +344,7 @@ CASES = [
     ("missed over the SLO's window only, a queue: unknown", _inputs((EASING,), {"tpot": 0.014},
      {"requests_waiting": 9.0, "request_rate": 4.0}), "none", "unknown"),
     ("missed over the SLO's window only, beside a recent breach: the recent one is explained", _inputs(
-        (EASING, TTFT), QUEUED, {"requests_waiting": 9.0}), "queue", "capacity"),
+        (EASING, TTFT), QUEUED, {"requests_waiting": 9.0, "arrival_surge_z": 2.5}), "queue", "capacity"),
     # TPOT p95 a lower bound under the objective, requests cut short could exceed it: the SLO misses, so do we
     ("cut-short TPOT breach is the decode stage", _inputs((CUT_TPOT,), {"tpot": 0.045, "decode": 0.045}, {
         "gpu_throttle_reasons": 2.0, "gpu_sm_clock_ratio": 0.4}), "decode", "gpu_throttled"),
@@ -346,7 +383,7 @@ def test_a_signal_not_available_is_not_zero() -> None:
 
 
 def test_the_line_reads_like_the_issue() -> None:
-    v = decide(_inputs(stages=QUEUED, signals={"requests_waiting": 41.0, "kv_cache_usage_ratio": 0.6}))
+    v = decide(_inputs(stages=QUEUED, signals={**DEEP, "kv_cache_usage_ratio": 0.6}))
     text = line(v)
     assert text.startswith("p95 ttft 2.4s > 1s — queue: 100% of the ttft increase")
     assert "41 waiting" in text and "KV cache 60%" in text and text.endswith("→ capacity: add replicas or lower "
@@ -369,8 +406,8 @@ def test_a_breach_over_the_slos_window_only_says_so() -> None:
 
 
 def test_bounded_readings_lower_the_confidence() -> None:
-    measured = decide(_inputs(stages=QUEUED, signals={"requests_waiting": 41.0}))
-    bounded = decide(_inputs(stages=QUEUED, signals={"requests_waiting": 41.0}, sources={"queue": "server"}))
+    measured = decide(_inputs(stages=QUEUED, signals=DEEP))
+    bounded = decide(_inputs(stages=QUEUED, signals=DEEP, sources={"queue": "server"}))
     assert bounded.cause == "capacity" and bounded.confidence < measured.confidence
 
 
@@ -542,7 +579,7 @@ def test_prompts_far_past_noise_are_named_at_first_sight(case: str, signals: dic
 
 def test_prompts_not_risen_holds_without_a_prompt_baseline() -> None:
     """"Has not risen" cannot be refuted before the prompt baseline is learned: a surge is still capacity."""
-    inp = _inputs(stages=QUEUED, signals={"requests_waiting": 41.0, "prompt_tokens_recent": 5000.0})
+    inp = _inputs(stages=QUEUED, signals={**DEEP, "prompt_tokens_recent": 5000.0})
     young = dataclasses.replace(inp, baselines={k: v for k, v in inp.baselines.items() if k != "prompt_tokens_recent"})
     verdict = decide(young)
     assert verdict.cause == "capacity"
@@ -557,7 +594,7 @@ def test_evidence_holds_without_a_breach() -> None:
     pinned = _inputs(breaches=(), signals={"serving_cpu_cores": 0.9})
     # a state of the engine or its load counts without a breach; the network's row only beside its stage
     assert holding(pinned) == {CPU} and holding(_inputs(breaches=())) == frozenset()
-    queued = _inputs(breaches=(), signals={"requests_waiting": 9.0})
+    queued = _inputs(breaches=(), signals={"requests_waiting": 9.0, "arrival_surge_z": 2.5})
     surge = _inputs(breaches=(), signals={"arrival_surge_z": 4.8})
     grown = _inputs(breaches=(), signals={"requests_running": 10.0, "arrival_surge_z": 3.2})
     slow_net = _inputs(breaches=(), stages={"network": 2.2})
@@ -593,9 +630,9 @@ def test_confirming_says_what_and_keeps_the_stage() -> None:
     from sloguard.diagnose.confirm import Confirmer
     from sloguard.diagnose.engine import candidates
 
-    raw = candidates(_inputs(stages=QUEUED, signals={"requests_waiting": 41.0, "kv_cache_usage_p90": 0.97,
+    raw = candidates(_inputs(stages=QUEUED, signals={**DEEP, "kv_cache_usage_p90": 0.97,
                                                      "preemptions_per_second": 0.3}))
-    assert [v.cause for v in raw] == [KV, CAP]  # every row that holds, in precedence order
+    assert [v.cause for v in raw] == [KV, KV, CAP]  # every row that holds, in precedence order (both full-cache rows)
     first = Confirmer().publish(raw, None)
     assert first.cause == "unknown" and first.stage == "queue"
     assert first.lever.startswith("confirming kv_cache_pressure")

@@ -84,3 +84,20 @@ def test_load_multiplier_scales_the_background_arrivals_from_then_on() -> None:
     before = sum(1 for t, _ in prefills if t < 400.0)
     after = sum(1 for t, _ in prefills if t >= 400.0)
     assert 340 < before < 460 and 1080 < after < 1320  # Poisson 400 ± 20 and 1200 ± 35, within 3 sd
+
+
+def test_shrink_kv_holds_requests_back_and_preempts_from_then_on() -> None:
+    """The served simulator's `kv_blocks` fault in virtual time: none preempted before, admission waits after."""
+    server = VirtualServer(6, background_rps=2.0)
+    waiting_before = waiting_after = 0
+    t = 0.0
+    while t < 1200.0:
+        t += 1.0
+        if t == 600.0:
+            assert server.preemptions == 0  # 4,096 blocks hold the mix's requests with room to spare
+            server.shrink_kv(160)
+        server.run_until(t)
+        queued = len(server.engine.waiting) > 0
+        waiting_before, waiting_after = waiting_before + (queued and t < 600.0), waiting_after + (queued and t > 600.0)
+    assert server.engine.profile.kv_blocks == 160 and server.preemptions > 0
+    assert waiting_after > 5 * max(waiting_before, 1)
