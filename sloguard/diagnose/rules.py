@@ -87,7 +87,11 @@ C = Condition
 # capacity first in 6 of 6 runs); while the prompts grow the verdict reads unknown until long_prompts holds.
 PROMPTS_SAME = C("prompt_tokens_recent", "<", math.inf, vs_baseline=2.0, optional=True)
 
-# capacity's queue is more demand: the users' arrivals have risen, where the engine reports them (ARRIVALS_UP).
+# capacity's queue is more demand: the users' arrivals have risen (2 sd: the third kv row's complement) and the batch
+# has not shrunk, where the engine reports them (seed 19002's KV shrink at the defaults: requests waiting, the users'
+# arrivals 0.03 sd, the batch 1.8 against 2.4; the defaults replay's KV shrinks at 2 users/s: the batch at 0.5x
+# its baseline while 4 waited). Measured on 32 traced benchmark seed sets (2026-11-28), ARRIVALS_UP changed one
+# first cause (that KV shrink, now right) and no run's lag; the replay's load surges are named as before.
 ARRIVALS_UP = C("arrival_surge_z", ">=", 2.0, optional=True)
 BATCH_HELD = C("requests_running", ">=", 0.0, vs_baseline=0.75, optional=True)
 
@@ -201,12 +205,16 @@ RULES: tuple[CauseRule, ...] = (
     # full only once a tenth of the window's scrapes were (benchmark trace: a KV shrink preempted 0.2/s and the
     # recent scrapes read full 1 s after it, the p90 0.09 and then 0.66 for 2 s, while the queue it formed read
     # capacity; in the 190,000 polled verdicts of nineteen traced benchmark seed sets, preemptions rose only in
-    # KV-shrink runs and in long-prompt runs, where the long_prompts rows come first).
+    # KV-shrink runs and in long-prompt runs, where the long_prompts rows come first). At 15 s scrapes the moment it
+    # ran out falls between them, so a cache half full at a recent scrape, or at 0.4 at a tenth of the window's
+    # (a window's worth of preemptions after one), is enough beside them (0.85 until 2026-11-29: the defaults replay's
+    # KV shrinks at 2 users/s read a recent peak of 0.60-0.83 with preemptions running, and two of 15 were named two
+    # to four evaluations after their breach; with 0.5 / 0.4, 15/15 within two and no healthy run held it).
     CauseRule("kv_cache_pressure", ENGINE,
               needs=(C("preemptions_per_second", ">", 0.0, vs_baseline=2.0),),
               any_of=(C("kv_cache_usage_peak", ">=", 0.5), C("kv_cache_usage_p90", ">=", 0.4)),
               lever="raise KV blocks or lower max-num-seqs",
-              detail="the KV cache ran out (preemptions, and a recent scrape at its limit): raise "
+              detail="the KV cache ran out (preemptions, and a cache at least half full recently): raise "
                      "gpu-memory-utilization, shorten max-model-len, quantise the KV cache, or admit fewer "
                      "sequences; the requests it holds back time out without stages, so it also names a breach "
                      "no single stage explains",
@@ -241,7 +249,9 @@ RULES: tuple[CauseRule, ...] = (
               unlocated=True),
     # arrival_surge_z (the users' arrivals over the last quarter, half or whole window, in Poisson sds over their
     # healthy rate) sees a surge within seconds, where the engine's total over the window (probes included)
-    # reaches 1.5x only once the surge has filled most of the window.
+    # reaches 1.5x only once the surge has filled most of the window. A queue is capacity's only as more demand
+    # (ARRIVALS_UP, BATCH_HELD): a queue under flat arrivals with a batch no bigger, or smaller, than usual is the
+    # engine admitting less (the third kv_cache_pressure row above, or a cause no signal shows: unknown, not a guess).
     CauseRule("capacity", frozenset({"queue", "decode"}), needs=(PROMPTS_SAME, ARRIVALS_UP, BATCH_HELD),
               any_of=(C("requests_waiting", ">=", 1.0, vs_baseline=2.0), C("request_rate", ">", 0.0, vs_baseline=1.5),
                       C("arrival_surge_z", ">=", 4.0, optional=True)),
