@@ -4,8 +4,9 @@ The diagnosis benchmark runs a 20 s window at 1 s evaluations (a round must fit 
 daemon's defaults are a 300 s window, 15 s evaluations and 15 s scrapes, where means over the window move slowly.
 This replays them, seeded: per users' rate, fault and seed, one VirtualServer (the simulator's engine model and
 background mix, no sleeping) runs healthy for --warmup virtual seconds, then its fault starts (`prompt_scale` ×4:
-long_prompts; `load_multiplier` ×3: capacity; healthy runs: none). Its counters (prompt tokens, first tokens,
-finished requests), the prompt-length histogram observed at finish (vLLM's, in the simulator's buckets) and gauges
+long_prompts; `load_multiplier` ×3: capacity; the KV cache shrunk to 160 blocks as benchmarks/diagnosis.py's
+`kv_blocks`: kv_cache_pressure; healthy runs: none). Its counters (prompt tokens, first tokens, finished requests,
+preemptions), the prompt-length histogram observed at finish (vLLM's, in the simulator's buckets) and gauges
 (waiting, running, KV usage) are scraped into sloguard's ServerWindows every scrape interval; every evaluation
 interval `signals.engine_signals` reads them over the diagnosis window, history.Baselines
 learns every signal's baseline before the fault (after it nothing is learned: as if the SLO had breached at once),
@@ -36,8 +37,18 @@ thirty-second span (ac5be04, 7c4398c): prompts 22/25, 30/30 (max +2), 28/30. Bef
 scrape (4e91663): prompts 22/25, 23/30, 21/23 with capacity named first in 7/30 at 5 users/s.
 Rerun with the 2.5x and 3x long_prompts rows named at first sight (`sure`, 2026-11-29): prompts 25/25, 30/30, 30/30
 (max +2, +0, +1), load and the healthy runs as before, the evidence's evaluations the same.
+With the KV shrink (2026-11-29, 15 seeds per rate; the whole run at 30 seeds takes ~16 min on 2 cores): at the table
+of 8b05a1c its first cause was right in 0/1, 12/15, 13/15 of the named runs that breached (else capacity: requests
+waiting before the cache read 0.85 or anything was preempted), within two 0/0, 11/12, 13/13. With the third KV
+row, the preemption row at a cache half full and capacity's queue asking for more demand (39dc50a): 30 seeds, KV
+shrink right 12/12, 30/30, 30/30, within two 9/12 (max +7), 30/30, 30/30 (max +2); at 0.5 users/s the shrunk cache
+holds one or two requests, 15/30 breached and 3 of those were never named within --observe (a queue that comes and
+goes between 15 s scrapes reads a quarter-mean of 0-0.6 waiting, no preemptions: unknown, not a wrong cause);
+prompts 25/25, 30/30, 30/30 and load 17/17, 30/30, 30/30 within two as before; healthy runs name no cause in 30/30
+at each rate, and capacity's evidence held in 0/30, 2/30, 3/30 of them (9/30 at 5 users/s before).
 
-Run: .venv/bin/python benchmarks/diagnosis_defaults.py [--seeds 30] [--rates 0.5 2 5] [--phase S]   (~5 min on 2 cores)
+Run: .venv/bin/python benchmarks/diagnosis_defaults.py [--seeds 30] [--rates 0.5 2 5] [--faults F ...] [--phase S]
+(~16 min on 2 cores)
 """
 
 from __future__ import annotations
