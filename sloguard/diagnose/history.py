@@ -124,6 +124,14 @@ class Series:
         got = self.increase(key, window, now)
         return None if got is None or got[1] <= 0 else got[0] / got[1]
 
+    def newest_rate(self, key: str, window: float, now: float) -> float | None:
+        """Return a counter's increase per second between its two newest points in the window, or None."""
+        points = [p for p in self._points.get(key, ()) if now - window < p[0] <= now][-2:]
+        if len(points) < 2 or points[1][0] <= points[0][0]:
+            return None
+        (ta, a), (tb, b) = points
+        return (b - a if b >= a else b) / (tb - ta)
+
     def ends(self, key: str, window: float, now: float) -> tuple[float, float] | None:
         """Return the timestamps of the first and last point `change` would use, or None without two points."""
         points = self._since(key, window, now)

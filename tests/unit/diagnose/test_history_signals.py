@@ -195,6 +195,41 @@ def test_host_signals_name_the_busiest_process() -> None:
     assert host_signals(series, ["nope"], 20.0, 60.0, 20.0) == ({}, {})
 
 
+@pytest.mark.parametrize(("points", "window", "now", "expected"), [
+    ([(0, 0.0), (15, 1.5), (30, 3.0)], 75.0, 30.0, 0.1),
+    ([(0, 0.0), (15, 1.5), (30, 15.0)], 75.0, 30.0, 0.9),  # the newest interval only
+    ([(0, 0.0), (15, 9.0), (30, 1.5)], 75.0, 30.0, 0.1),  # a restart's reset counts from 0
+    ([(0, 0.0), (15, 1.5)], 75.0, 30.0, 0.1),  # `now` after the newest read
+    ([(0, 0.0), (15, 1.5)], 10.0, 30.0, None),  # the older point is outside the window
+    ([(15, 1.5)], 75.0, 30.0, None),
+    ([(0, 0.0), (15, 1.5), (30, 3.0)], 75.0, 20.0, 0.1),  # points after `now` are not read
+])
+def test_series_newest_rate(points: list[tuple[float, float]], window: float, now: float,
+                            expected: float | None) -> None:
+    s = Series(horizon=600.0)
+    for ts, v in points:
+        s.add("k", ts, v)
+    got = s.newest_rate("k", window, now)
+    assert got == (None if expected is None else pytest.approx(expected))
+
+
+def test_serving_cpu_shows_a_pinned_process_at_its_first_read() -> None:
+    """At the defaults (75 s quarter, 15 s reads) a process pinned at 0.9 cores from t=300 reads ≥ 0.35 at t=315.
+
+    Over the quarter alone it read 0.12 (its mean with four calm reads) and passed 0.35 only at the third read.
+    """
+    series, cpu = Series(horizon=600.0), 0.0
+    read: dict[int, float] = {}
+    for t in range(0, 361, 15):
+        cpu += 15 * (0.9 if t > 300 else 0.01)
+        record_host(series, index([Sample("sloguard_process_cpu_seconds_total", {"process": "api", "mode": "user"},
+                                          cpu)]), float(t))
+        read[t] = host_signals(series, ["api"], window=300.0, hold=600.0, now=float(t))[0].get("serving_cpu_cores", -1)
+    assert read[300] == pytest.approx(0.01)  # a steady level reads the same either way
+    assert read[315] == pytest.approx(0.9) and read[360] == pytest.approx(0.9)
+    assert series.rate("process/api/cpu", 75.0, 315.0) == pytest.approx(0.188)  # the quarter alone
+
+
 def test_gpu_signals_without_any_gpu_series_are_not_available() -> None:
     assert gpu_signals(index([Sample("sloguard_probe_ttft_seconds_count", {}, 1.0)]), "t") == ({}, {})
 
