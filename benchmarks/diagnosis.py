@@ -57,7 +57,9 @@ At the daemon's defaults (--profile defaults --parallel 9 --seed-base 19000, 202
 +0, max +4: that KV shrink); every load surge and prompt shift +0 or +1. One round on the daemon's fixed evaluation
 cadence (b1b73ab, --seeds 1 --healthy 2 --tpot 100ms --seed-base 20000): 7/7, 2/2, 6/6 within two (CPU burn +1).
 Through the third KV row (39dc50a, --seeds 4 --healthy 8 --tpot 100ms --seed-base 21000, 4,260 s): 28/28, 8/8,
-26/28 within two (median +0, max +3: two CPU burns, whose serving CPU is a 75 s rate; every KV shrink +1 or +2).
+26/28 within two (median +0, max +3: two CPU burns, whose serving CPU was a 75 s rate; every KV shrink +1 or +2).
+The same seeds with serving_cpu_cores the higher of that rate and the newest host read's (5b47ad5, 4,258 s): 28/28,
+8/8, 28/28 within two (median +0, max +2: two CPU burns that breached before any host read had seen the burn).
 benchmarks/diagnosis_retable.py re-decides the traces through today's rule table in seconds. Late verdicts left:
 long_prompts at 1 user request/s (the users' mean prompt of ~20 requests per window, against a baseline learned
 from ~60-200, fills slowly while long prefills jam the engine) and load surges whose arrivals stand out of Poisson
