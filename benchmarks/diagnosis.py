@@ -60,6 +60,8 @@ Through the third KV row (39dc50a, --seeds 4 --healthy 8 --tpot 100ms --seed-bas
 26/28 within two (median +0, max +3: two CPU burns, whose serving CPU was a 75 s rate; every KV shrink +1 or +2).
 The same seeds with serving_cpu_cores the higher of that rate and the newest host read's (5b47ad5, 4,258 s): 28/28,
 8/8, 28/28 within two (median +0, max +2: two CPU burns that breached before any host read had seen the burn).
+New seed set 22000 at the compressed timing (5b47ad5, 3,346 s): 34/35 (a CPU burn never breached), 10/10, 33/34
+within two (max +10: a prompt shift at 1 user request/s).
 benchmarks/diagnosis_retable.py re-decides the traces through today's rule table in seconds. Late verdicts left:
 long_prompts at 1 user request/s (the users' mean prompt of ~20 requests per window, against a baseline learned
 from ~60-200, fills slowly while long prefills jam the engine) and load surges whose arrivals stand out of Poisson
