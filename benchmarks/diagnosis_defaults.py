@@ -120,6 +120,7 @@ class Scraper:
         self.prompt_tokens = 0.0
         self.length = [0.0] * (len(TOKEN_BUCKETS) + 1)  # vLLM's request_prompt_tokens, observed at finish
         self.length_sum = 0.0
+        self.queues, self.queued, self.queue_sum = sim.record_queue_times(), 0, 0.0
 
     def view(self, ts: float) -> ServerView:
         """Return the scrape at `ts` (called with growing `ts`)."""
@@ -131,9 +132,13 @@ class Scraper:
             self.length[bisect.bisect_left(TOKEN_BUCKETS, tokens)] += 1
             self.length_sum += tokens
             self.finished += 1
+        while self.queued < len(self.queues) and self.queues[self.queued][0] <= ts:
+            self.queue_sum += self.queues[self.queued][1]
+            self.queued += 1
         n, bounds = float(self.prefilled), (*map(float, TOKEN_BUCKETS), float("inf"))
         cumulative = tuple(zip(bounds, itertools.accumulate(self.length), strict=True))
         hists = {"ttft": Histogram(((float("inf"), n),), n, 0.0),
+                 "queue": Histogram(((float("inf"), float(self.queued)),), float(self.queued), self.queue_sum),
                  "prompt_length": Histogram(cumulative, float(self.finished), self.length_sum)}
         e = self.sim.engine
         gauges = {"requests_waiting": float(len(e.waiting)), "requests_running": float(len(e.running)),

@@ -54,8 +54,10 @@ def _compare(c: Condition, value: float, baseline: float | None) -> tuple[bool, 
     if c.op in ("<", "<="):  # "has not risen to factor × its baseline": no baseline cannot show that it rose
         if baseline is None:
             return ok, f"{text}; baseline not learned yet, not shown to have risen".lstrip("; ")
-        return ok and value < c.vs_baseline * baseline, \
-            f"{text} and < {c.vs_baseline:g}× baseline {baseline:.3g}".removeprefix(" and ")
+        bound = max(c.vs_baseline * baseline, c.floor)
+        floor = f" (or {c.floor:g})" if c.floor else ""
+        return ok and value < bound, \
+            f"{text} and < {c.vs_baseline:g}× baseline {baseline:.3g}{floor}".removeprefix(" and ")
     if baseline is None:
         return False, f"{text}; baseline not learned yet"
     ok = ok and (value >= c.vs_baseline * baseline if baseline > 0 else True)

@@ -13,7 +13,10 @@ capacity last before network, because queues are what every other cause ends in 
 
 Signals (sloguard.diagnose.signals; all over the diagnosis window unless said):
   requests_waiting, requests_running, kv_cache_usage_ratio (means of the scrapes in the window's last quarter:
-  instantaneous state, read as recent as the breach it explains), kv_cache_usage_p90 (the usage reached at ≥ 10% of
+  instantaneous state, read as recent as the breach it explains), requests_waiting_peak (the most waiting at one
+  scrape of that quarter), queue_seconds_per_second (the engine's queue-time histogram: seconds queued per second
+  over that quarter, i.e. the requests waiting on average, Little's law, a queue between scrapes included),
+  kv_cache_usage_p90 (the usage reached at ≥ 10% of
   the scrapes: a full cache that preemptions briefly relieve, or that just filled, reads full, where the mean lags),
   kv_cache_usage_peak (the highest scrape of the window's last quarter: with preemptions, a cache that just ran out),
   preemptions_per_second, request_rate (requests arriving per second: finished plus the growth of running and
@@ -46,7 +49,9 @@ class Condition:
     """`signal op threshold`, and (vs_baseline) value ≥ vs_baseline × its healthy baseline (op < or <=: below it).
 
     A threshold of inf with op < asks only "has not risen to vs_baseline × its baseline"; with no baseline learned
-    yet such a condition holds (nothing shows the signal rose).
+    yet such a condition holds (nothing shows the signal rose). `floor` (op < or <= only) raises that bound to at
+    least `floor`: a batch of 0.2 requests that reads 0.6 has tripled, but below two requests that is one long
+    request, not a grown batch.
     """
 
     signal: str
@@ -54,6 +59,7 @@ class Condition:
     threshold: float
     vs_baseline: float | None = None
     optional: bool = False
+    floor: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -228,11 +234,17 @@ RULES: tuple[CauseRule, ...] = (
     # surge grows the batch first, and a slower engine (throttled GPU, pinned CPU) keeps each request longer, so
     # its batch grows too. The users' arrivals and prompts must not have risen (those are capacity's and the
     # prompts' doing, whatever the cache reads).
+    # A cache that holds one or two requests holds the next back for a second or two, between 15 s scrapes: the
+    # defaults replay's KV shrinks at 0.5 users/s read 0 waiting at every scrape while one probe of ten waited
+    # 0.15-0.4 s and breached. The scrapes' most waiting, or the engine's own queue time (3x its healthy mean),
+    # show it; and below two requests a batch of 0.2 that reads 1.4 is one long request, not more demand (the batch
+    # guard's floor). Replay at 0.5 users/s: 12/15 within two of the breach instead of 9/15 (3 never named).
     CauseRule("kv_cache_pressure", ENGINE,
               needs=(C("kv_cache_usage_peak", ">=", 0.5, vs_baseline=2.0),
-                     C("requests_waiting", ">=", 1.0, vs_baseline=2.0),
-                     C("requests_running", "<", math.inf, vs_baseline=1.5),
+                     C("requests_running", "<", math.inf, vs_baseline=1.5, floor=2.0),
                      C("arrival_surge_z", "<", 2.0, optional=True), PROMPTS_SAME),
+              any_of=(C("requests_waiting_peak", ">=", 1.0, vs_baseline=2.0),
+                      C("queue_seconds_per_second", ">", 0.0, vs_baseline=3.0, optional=True)),
               lever="raise KV blocks or lower max-num-seqs",
               detail="requests wait for KV blocks with the batch no bigger than usual and no more load: the cache "
                      "is too small for the requests it is given; raise gpu-memory-utilization, shorten "
@@ -295,7 +307,10 @@ RULES: tuple[CauseRule, ...] = (
 
 # What the text calls each signal, with its unit for formatting.
 SIGNAL_TEXT: dict[str, tuple[str, str]] = {
-    "requests_waiting": ("waiting", "count"), "requests_running": ("running", "count"),
+    "requests_waiting": ("waiting", "count"),
+    "requests_waiting_peak": ("waiting at the most at a recent scrape", "count"),
+    "queue_seconds_per_second": ("waiting on average (the engine's queue time)", "count"),
+    "requests_running": ("running", "count"),
     "kv_cache_usage_ratio": ("KV cache", "ratio"), "preemptions_per_second": ("preemptions", "per_min"),
     "request_rate": ("request rate", "per_s"), "user_request_rate": ("users' request rate", "per_s"),
     "arrival_surge_z": ("users' arrivals over their baseline", "sd"),
@@ -314,6 +329,7 @@ SIGNAL_TEXT: dict[str, tuple[str, str]] = {
 def _condition(c: Condition) -> str:
     below = c.op in ("<", "<=")
     base = f"{'<' if below else '≥'} {c.vs_baseline:g}× its baseline" if c.vs_baseline is not None else ""
+    base += f" (or {c.floor:g})" if c.floor and below and base else ""
     plain = f"{c.op} {c.threshold:g}" if math.isfinite(c.threshold) else ""
     return f"`{c.signal}` {' and '.join(x for x in (plain, base) if x)}" + (" (where available)" if c.optional else "")
 

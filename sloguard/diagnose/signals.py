@@ -53,6 +53,10 @@ class ServerLike(Protocol):
         """Return the window's histogram delta of a target's signal (all models when model is None)."""
         ...
 
+    def span(self, target: str, signal: str, window: float, now: float) -> float:
+        """Return the seconds the window's delta of a target's signal spans (0 if none)."""
+        ...
+
 
 def record_engine(series: Series, server: ServerLike, target: str) -> None:
     """Remember the target's gauges from its newest scrape, and its restart count."""
@@ -71,6 +75,17 @@ def _rate(server: ServerLike, target: str, names: Collection[str], window: float
     return None if got is None or got[1] <= 0 else got[0] / got[1]
 
 
+def _queued(server: ServerLike, target: str, window: float, now: float) -> float | None:
+    """Return the requests waiting on average over the window: seconds queued per second (Little's law).
+
+    From the engine's queue-time histogram (observed as requests finish), so a queue that forms and drains between
+    two scrapes counts for the time it held, where the scraped `requests_waiting` gauge may never see it.
+    """
+    hist = server.histogram(target, None, "queue", window, now)
+    span = server.span(target, "queue", window, now)
+    return None if hist is None or span <= 0 else hist.sum / span
+
+
 def engine_signals(series: Series, server: ServerLike, target: str, window: float, hold: float, now: float,
                    probes: ProbeLoad | None = None, user_rate: tuple[float, float] | None = None) -> dict[str, float]:
     """Return the engine signals of a target over the diagnosis window (restarts over `hold`).
@@ -83,6 +98,13 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
         value = series.mean(f"{target}/{gauge}", window * RECENT, now)
         if value is not None:
             out[gauge] = value
+    # A queue that forms and drains between scrapes (a cache that holds one or two requests) shows at a scrape or
+    # two of the quarter: its mean reads 0.2-0.6 waiting while requests wait at every arrival.
+    waiting_peak = series.max(f"{target}/requests_waiting", window * RECENT, now)
+    if waiting_peak is not None:
+        out["requests_waiting_peak"] = waiting_peak
+    if (queued := _queued(server, target, window * RECENT, now)) is not None:
+        out["queue_seconds_per_second"] = queued
     kv_high = series.quantile(f"{target}/kv_cache_usage_ratio", KV_Q, window, now)
     if kv_high is not None:
         out["kv_cache_usage_p90"] = kv_high

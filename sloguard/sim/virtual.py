@@ -49,6 +49,7 @@ class _Quiet:
         self.gaps: dict[str, list[float]] = {}
         self.prefills: list[tuple[float, int]] | None = None  # (first token's time, prompt tokens), all requests
         self.finishes: list[tuple[float, int]] | None = None  # (finish time, prompt tokens), all requests
+        self.queues: list[tuple[float, float]] | None = None  # (finish time, seconds queued), as vLLM's histogram
         self.preemptions = 0  # as vLLM's num_preemptions counter
 
     def step(self, running: int, waiting: int, kv_usage: float, tokens: int | None) -> None:
@@ -66,6 +67,8 @@ class _Quiet:
     def finished(self, req: SimRequest, now: float) -> None:
         if self.finishes is not None:
             self.finishes.append((now, req.prompt_tokens))
+        if self.queues is not None and req.scheduled is not None:
+            self.queues.append((now, req.scheduled - (req.queued if req.queued is not None else req.arrival)))
 
 
 class VirtualServer:
@@ -109,6 +112,11 @@ class VirtualServer:
         """
         self._rec.prefills, self._rec.finishes = [], []
         return self._rec.prefills, self._rec.finishes
+
+    def record_queue_times(self) -> list[tuple[float, float]]:
+        """Keep every request's (finish time, seconds it queued) from now on, as vLLM's queue-time histogram."""
+        self._rec.queues = []
+        return self._rec.queues
 
     @property
     def load_multiplier(self) -> float:

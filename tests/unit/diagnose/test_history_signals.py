@@ -447,3 +447,43 @@ def test_a_withheld_prompt_baseline_cannot_show_a_rise() -> None:
     long_rows = [r for r in RULES if r.cause == "long_prompts"]
     assert not any(apply(r, Inputs("s", 0.0, 20.0, (), {}, sig, young))[0] for r in long_rows)
     assert any(apply(r, Inputs("s", 0.0, 20.0, (), {}, sig, old))[0] for r in long_rows)
+
+
+def _queued(ts: float, finished: float, queued_s: float, waiting: float) -> ServerView:
+    """A scrape whose queue-time histogram holds `finished` requests that queued `queued_s` seconds in all."""
+    mv = ModelView("m", histograms={"queue": Histogram(((0.3, finished), (float("inf"), finished)), finished,
+                                                       queued_s)},
+                   gauges={"requests_waiting": waiting, "requests_running": 1.0, "kv_cache_usage_ratio": 0.5},
+                   counters={"prompt_tokens": 100.0 * finished}, finished_by_reason={"stop": finished})
+    return ServerView("t", "vllm", ts, {"m": mv})
+
+
+def test_a_queue_between_scrapes_reads_in_the_engines_queue_time() -> None:
+    """No scrape sees a request waiting; from t=15 the engine records 1.5 s queued per second (Little's law)."""
+    server, series = ServerWindows(), Series(horizon=600.0)
+    for i in range(21):
+        server.add(_queued(float(i), float(i), 1.5 * max(0, i - 15), waiting=0.0))
+        record_engine(series, server, "t")
+    sig = engine_signals(series, server, "t", window=20.0, hold=60.0, now=20.0)
+    assert sig["requests_waiting"] == 0.0 and sig["requests_waiting_peak"] == 0.0
+    # the last quarter (5 s: the scrapes at 15..20) queued 7.5 s: 1.5 waiting on average
+    assert sig["queue_seconds_per_second"] == pytest.approx(1.5)
+    assert engine_signals(series, server, "t", window=20.0, hold=60.0, now=14.0)["queue_seconds_per_second"] == 0.0
+
+
+def test_the_waiting_peak_is_the_most_seen_at_one_recent_scrape() -> None:
+    server, series = ServerWindows(), Series(horizon=600.0)
+    for i in range(21):
+        server.add(_queued(float(i), float(i), 0.0, waiting=3.0 if i == 17 else 9.0 if i == 5 else 0.0))
+        record_engine(series, server, "t")
+    sig = engine_signals(series, server, "t", window=20.0, hold=60.0, now=20.0)
+    assert sig["requests_waiting_peak"] == 3.0  # the 9 at t=5 is older than the window's last quarter
+    assert sig["requests_waiting"] == pytest.approx(3.0 / 5)  # the mean of the quarter (16..20]: five scrapes
+
+
+def test_no_queue_time_from_an_engine_without_its_histogram() -> None:
+    server, series = ServerWindows(), Series(horizon=600.0)
+    for i in range(5):
+        server.add(_prefills(float(i), float(i), 100.0 * i, float(i)))
+        record_engine(series, server, "t")
+    assert "queue_seconds_per_second" not in engine_signals(series, server, "t", window=4.0, hold=60.0, now=4.0)

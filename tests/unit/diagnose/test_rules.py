@@ -25,7 +25,8 @@ BASE = {"ttft": _r("ttft", 0.2, 0.2, "probe"), "network": _r("network", 0.005, 0
         "queue": _r("queue", 0.005, 0.005), "prefill": _r("prefill", 0.19, 0.19),
         "decode": _r("decode", 0.012, 0.012), "tpot": _r("tpot", 0.012, 0.012, "probe")}
 # every signal available and at its healthy value, with baselines equal to them
-HEALTHY = {"requests_waiting": 0.0, "requests_running": 4.0, "kv_cache_usage_ratio": 0.3, "kv_cache_usage_p90": 0.35,
+HEALTHY = {"requests_waiting": 0.0, "requests_waiting_peak": 0.0, "queue_seconds_per_second": 0.002,
+           "requests_running": 4.0, "kv_cache_usage_ratio": 0.3, "kv_cache_usage_p90": 0.35,
            "kv_cache_usage_peak": 0.4, "prompt_tokens_p90": 1000.0,
            "preemptions_per_second": 0.0, "request_rate": 2.0, "prompt_tokens_per_request": 400.0,
            "prompt_tokens_recent": 420.0, "engine_restarts": 0.0, "cold_starts": 0.0, "serving_cpu_cores": 0.1,
@@ -184,17 +185,39 @@ CASES = [
     # 19002 at the defaults: 2 waiting against 0, the recent peak 0.83, the batch 1.8 against 2.4, arrivals 0.03 sd)
     ("requests held back by the cache: waiting, the cache at 0.83, batch and arrivals as usual", _inputs(
         stages=QUEUED, signals={"kv_cache_usage_p90": 0.06, "kv_cache_usage_peak": 0.83, "requests_waiting": 2.0,
-                                "requests_running": 1.8, "arrival_surge_z": 0.03},
+                                "requests_waiting_peak": 3.0, "requests_running": 1.8, "arrival_surge_z": 0.03},
         baselines={"kv_cache_usage_peak": 0.07, "requests_running": 2.4}), "queue", "kv_cache_pressure"),
     ("requests held back, the cache as full as usual: not the cache's doing", _inputs(stages=QUEUED, signals={
-        "kv_cache_usage_peak": 0.7, "requests_waiting": 9.0}, baselines={"kv_cache_usage_peak": 0.6}), "queue",
+        "kv_cache_usage_peak": 0.7, "requests_waiting": 9.0, "requests_waiting_peak": 11.0},
+        baselines={"kv_cache_usage_peak": 0.6}), "queue",
      "unknown"),
     ("requests held back with a batch grown 1.5x: more demand, not a smaller cache", _inputs(stages=QUEUED, signals={
-        "kv_cache_usage_peak": 0.97, "requests_waiting": 9.0, "requests_running": 6.0}), "queue", "unknown"),
+        "kv_cache_usage_peak": 0.97, "requests_waiting": 9.0, "requests_waiting_peak": 11.0, "requests_running": 6.0}),
+     "queue", "unknown"),
     ("requests held back with the users' arrivals 2 sd up: capacity", _inputs(stages=QUEUED, signals={
-        "kv_cache_usage_peak": 0.97, "requests_waiting": 9.0, "arrival_surge_z": 2.5}), "queue", "capacity"),
+        "kv_cache_usage_peak": 0.97, "requests_waiting": 9.0, "requests_waiting_peak": 11.0, "arrival_surge_z": 2.5}),
+     "queue", "capacity"),
     ("requests held back by the cache behind prompts that doubled: not yet anyone's", _inputs(stages=QUEUED, signals={
-        "kv_cache_usage_peak": 0.97, "requests_waiting": 9.0, "prompt_tokens_recent": 850.0}), "queue", "unknown"),
+        "kv_cache_usage_peak": 0.97, "requests_waiting": 9.0, "requests_waiting_peak": 11.0,
+        "prompt_tokens_recent": 850.0}), "queue", "unknown"),
+    # A cache that holds one or two requests: the next waits for blocks between two 15 s scrapes, which never see
+    # it; the engine's queue-time histogram does (the defaults replay at 0.5 users/s, seed 3: 0.28 waiting on
+    # average against 0.002, the batch 1.4 against 0.2: one long request, below the batch guard's floor of 2).
+    ("requests held back between scrapes: the engine's queue time shows them", _inputs(stages=QUEUED, signals={
+        "kv_cache_usage_p90": 0.03, "kv_cache_usage_peak": 0.71, "queue_seconds_per_second": 0.28,
+        "requests_running": 1.4, "arrival_surge_z": 0.0},
+        baselines={"kv_cache_usage_peak": 0.02, "requests_running": 0.2}), "queue", "kv_cache_pressure"),
+    ("a recent full cache with no wait seen at a scrape or in the queue time: not held back", _inputs(
+        stages=QUEUED, signals={"kv_cache_usage_peak": 0.71, "queue_seconds_per_second": 0.005,
+                                "requests_running": 1.4},
+        baselines={"kv_cache_usage_peak": 0.02, "requests_running": 0.2}), "queue", "unknown"),
+    ("a batch of 0.2 grown past two requests is more demand, whatever the floor", _inputs(stages=QUEUED, signals={
+        "kv_cache_usage_peak": 0.71, "queue_seconds_per_second": 0.28, "requests_running": 2.2},
+        baselines={"kv_cache_usage_peak": 0.02, "requests_running": 0.2}), "queue", "unknown"),
+    ("an engine without a queue-time histogram: the scrapes' waiting peak alone", _inputs(stages=QUEUED, signals={
+        "kv_cache_usage_peak": 0.71, "requests_waiting_peak": 1.0, "requests_running": 1.4},
+        baselines={"kv_cache_usage_peak": 0.02, "requests_running": 0.2}, drop=("queue_seconds_per_second",)),
+     "queue", "kv_cache_pressure"),
     # at 15 s scrapes the moment the cache ran out falls between them: preemptions with a cache half full recently,
     # or at a tenth of the window's scrapes, are KV pressure; with a cache never half full they are not
     ("preemptions, the cache half full at a recent scrape", _inputs(stages=QUEUED, signals={

@@ -101,3 +101,18 @@ def test_shrink_kv_holds_requests_back_and_preempts_from_then_on() -> None:
         waiting_before, waiting_after = waiting_before + (queued and t < 600.0), waiting_after + (queued and t > 600.0)
     assert server.engine.profile.kv_blocks == 160 and server.preemptions > 0
     assert waiting_after > 5 * max(waiting_before, 1)
+
+
+def test_queue_times_are_kept_per_finish_and_grow_when_the_kv_cache_shrinks() -> None:
+    """As vLLM's queue-time histogram: one (finish time, seconds queued) per finished request, in time order."""
+    server = VirtualServer(7, background_rps=2.0)
+    _, finishes = server.record_requests()
+    queues = server.record_queue_times()
+    server.run_until(300.0)
+    healthy = len(queues)
+    server.shrink_kv(160)
+    server.run_until(600.0)
+    assert [t for t, _ in queues] == [t for t, _ in finishes] and all(q >= 0.0 for _, q in queues)
+    before, after = [q for _, q in queues[:healthy]], [q for _, q in queues[healthy:]]
+    # healthy: a request waits at most for the step in flight; a cache of 160 blocks holds requests back for blocks
+    assert sum(before) / len(before) < 0.05 and sum(after) / len(after) > 0.5  # measured: 0.018 s, 0.88 s
