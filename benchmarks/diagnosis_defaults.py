@@ -46,6 +46,12 @@ holds one or two requests, 15/30 breached and 3 of those were never named within
 goes between 15 s scrapes reads a quarter-mean of 0-0.6 waiting, no preemptions: unknown, not a wrong cause);
 prompts 25/25, 30/30, 30/30 and load 17/17, 30/30, 30/30 within two as before; healthy runs name no cause in 30/30
 at each rate, and capacity's evidence held in 0/30, 2/30, 3/30 of them (9/30 at 5 users/s before).
+With the engine's queue time (queue_seconds_per_second) or the scrapes' most waiting in the third KV row and the
+batch guard's floor of two requests (5916947, ~16 min): KV shrink right 15/15, 30/30, 30/30, within two 12/15 (+0 to
++2, then +4, +5, +11), 30/30 (max +1), 30/30 (max +2); prompts, load and the healthy runs exactly as before. In the
+three late runs one probe of the ten in the SLO's window waited 0.15-0.4 s for blocks and no scrape saw a request
+waiting; at the breach the cache's recent peak read 0.41-0.44 and 0.0 (under the row's 0.5) in two, and the queue
+time 2.6x its healthy mean (under 3x) in the third.
 
 Run: .venv/bin/python benchmarks/diagnosis_defaults.py [--seeds 30] [--rates 0.5 2 5] [--faults F ...] [--phase S]
 (~16 min on 2 cores)
