@@ -83,7 +83,8 @@ def _queued(server: ServerLike, target: str, window: float, now: float) -> float
     """
     hist = server.histogram(target, None, "queue", window, now)
     span = server.span(target, "queue", window, now)
-    return None if hist is None or span <= 0 else hist.sum / span
+    # A page whose sum fell while its count did not (no reset seen) reads as no queue, never a negative one.
+    return None if hist is None or span <= 0 else max(0.0, hist.sum / span)
 
 
 def engine_signals(series: Series, server: ServerLike, target: str, window: float, hold: float, now: float,

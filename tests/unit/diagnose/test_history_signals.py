@@ -481,6 +481,14 @@ def test_the_waiting_peak_is_the_most_seen_at_one_recent_scrape() -> None:
     assert sig["requests_waiting"] == pytest.approx(3.0 / 5)  # the mean of the quarter (16..20]: five scrapes
 
 
+def test_a_queue_sum_that_falls_without_a_reset_reads_as_no_queue() -> None:
+    server, series = ServerWindows(), Series(horizon=600.0)
+    for i in range(21):  # the count keeps growing (no reset) while the sum goes down: a broken page
+        server.add(_queued(float(i), float(i), 100.0 - i, waiting=0.0))
+        record_engine(series, server, "t")
+    assert engine_signals(series, server, "t", window=20.0, hold=60.0, now=20.0)["queue_seconds_per_second"] == 0.0
+
+
 def test_no_queue_time_from_an_engine_without_its_histogram() -> None:
     server, series = ServerWindows(), Series(horizon=600.0)
     for i in range(5):
