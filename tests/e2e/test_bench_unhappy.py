@@ -84,10 +84,13 @@ def test_behaviours_are_reported_apart_and_not_judged(sim: str, tmp_path: Path) 
     assert sum(b["requests"] for b in by.values()) == stage["requests"] == 40
     cut = by[f"disconnect@{K}"]
     # hung up at the read that brought the K-th token: exactly K unless a busy host let more arrive in that read
+    # (at --time-scale 0.25 a token comes every few ms, so a 30 ms stall of a loaded 2-core CI host brings 10 in one
+    # read: CI at 8879324 read more than 2K once). Every row hung up before the end; the median at about K.
     cut_rows = [r for r in requests if r["behaviour"] == f"disconnect@{K}"]
     assert cut["ok"] == cut["requests"] == len(cut_rows)
     assert cut["output_tokens"] == sum(r["output_tokens"] for r in cut_rows)
-    assert all(K <= r["output_tokens"] <= 2 * K < MAX_TOKENS for r in cut_rows), [r["output_tokens"] for r in cut_rows]
+    counts = sorted(r["output_tokens"] for r in cut_rows)
+    assert all(K <= n < MAX_TOKENS for n in counts) and counts[len(counts) // 2] <= 2 * K, counts
     assert by["oversized"]["checks"] == {"rejected": by["oversized"]["requests"]}  # a fast 400 each
     assert by["slow_reader@100"]["ok"] == by["slow_reader@100"]["requests"]
     assert stage["latency"]["ttft"]["n"] == by["normal"]["ok"]  # latency and the verdict: normal requests only
