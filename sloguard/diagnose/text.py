@@ -6,11 +6,32 @@ capacity: add replicas or lower max concurrency"
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from typing import Any
 
 from sloguard.diagnose.model import Evidence, Verdict
-from sloguard.diagnose.rules import SIGNAL_TEXT
+from sloguard.diagnose.rules import RULES, Condition
+
+# What the text calls each signal, with its unit for formatting.
+SIGNAL_TEXT: dict[str, tuple[str, str]] = {
+    "requests_waiting": ("waiting", "count"),
+    "requests_waiting_peak": ("waiting at the most at a recent scrape", "count"),
+    "queue_seconds_per_second": ("waiting on average (the engine's queue time)", "count"),
+    "requests_running": ("running", "count"),
+    "kv_cache_usage_ratio": ("KV cache", "ratio"), "preemptions_per_second": ("preemptions", "per_min"),
+    "request_rate": ("request rate", "per_s"), "user_request_rate": ("users' request rate", "per_s"),
+    "arrival_surge_z": ("users' arrivals over their baseline", "sd"),
+    "prompt_tokens_per_request": ("users' prompt tokens/request", "count"),
+    "prompt_tokens_recent": ("users' recent prompt tokens/request", "count"),
+    "prompt_tokens_p90": ("p90 prompt tokens", "count"), "kv_cache_usage_p90": ("KV cache p90", "ratio"),
+    "kv_cache_usage_peak": ("KV cache recent peak", "ratio"),
+    "prefix_cache_hit_ratio": ("prefix-cache hits", "ratio"), "engine_restarts": ("engine restarts", "count"),
+    "cold_starts": ("process cold starts", "count"), "serving_cpu_cores": ("serving CPU", "cores"),
+    "gpu_throttle_reasons": ("GPU clock-event reasons", "count"), "gpu_sm_clock_ratio": ("SM clock of max", "ratio"),
+    "gpu_health_problems": ("GPU health problems", "count"), "canary_degraded": ("canary degraded", "count"),
+    "network_measured": ("network measured per request", "count"), "gpu_utilization_ratio": ("GPU busy", "ratio"),
+}
 
 
 def seconds(v: float) -> str:
@@ -83,3 +104,25 @@ def as_json(v: Verdict) -> dict[str, Any]:
         "breach": None if v.breach is None else asdict(v.breach),
         "evidence": [asdict(e) for e in v.evidence],
     }
+
+
+def _condition(c: Condition) -> str:
+    below = c.op in ("<", "<=")
+    base = f"{'<' if below else '≥'} {c.vs_baseline:g}× its baseline" if c.vs_baseline is not None else ""
+    base += f" (or {c.floor:g})" if c.floor and below and base else ""
+    plain = f"{c.op} {c.threshold:g}" if math.isfinite(c.threshold) else ""
+    return f"`{c.signal}` {' and '.join(x for x in (plain, base) if x)}" + (" (where available)" if c.optional else "")
+
+
+def markdown() -> str:
+    """Return the cause table of README "Diagnosis" (generated from RULES, in precedence order)."""
+    rows = ["| # | cause | stages it explains | evidence (all of / one of) | lever |",
+            "| --- | --- | --- | --- | --- |"]
+    for i, r in enumerate(RULES, start=1):
+        needs = " and ".join(_condition(c) for c in r.needs)
+        any_of = " or ".join(_condition(c) for c in r.any_of)
+        evidence = "; ".join(x for x in (needs, f"one of: {any_of}" if any_of and needs else any_of) if x)
+        stages = ", ".join(s for s in ("network", "queue", "prefill", "decode") if s in r.stages)
+        stages += " (or none located)" if r.unlocated else ""
+        rows.append(f"| {i} | `{r.cause}` | {stages} | {evidence} | **{r.lever}**: {r.detail} |")
+    return "\n".join(rows) + "\n"

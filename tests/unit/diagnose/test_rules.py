@@ -53,6 +53,21 @@ def _uncovered(inp: Inputs, share: float) -> Inputs:
                                                                                           uncovered=share)})
 
 
+# A cache shrunk at a few requests a minute (the defaults replay at 0.5 users/s): seed 26 ran out between scrapes
+# (one preemption, nothing running at the recent ones), seed 19 read 0.82 full with no wait seen at a scrape.
+RAN_OUT = {"kv_cache_usage_p90": 0.11, "kv_cache_usage_peak": 0.0, "preemptions_per_second": 0.0033,
+           "requests_running": 0.0, "queue_seconds_per_second": 0.003}
+FILLED = {"kv_cache_usage_p90": 0.46, "kv_cache_usage_peak": 0.82, "requests_running": 0.2,
+          "queue_seconds_per_second": 0.008}
+SMALL_CACHE_BASELINES = {"kv_cache_usage_p90": 0.017, "kv_cache_usage_peak": 0.017, "preemptions_per_second": 0.0,
+                         "requests_running": 0.4, "queue_seconds_per_second": 0.003}
+
+
+def _small_cache(signals: Mapping[str, float], more: Mapping[str, float],
+                 baselines: Mapping[str, float] | None = None) -> Inputs:
+    return _inputs(stages=QUEUED, signals={**signals, **more}, baselines={**SMALL_CACHE_BASELINES, **(baselines or {})})
+
+
 CUT_TPOT = Breach("tpot", 0.95, 0.045, 0.05, censored=True)
 EASING = Breach("tpot", 0.95, 0.014, 0.015, recent=False)  # 14 ms over the diagnosis window, > 15 ms over the SLO's
 TIMED_OUT = {"ttft": 4.9, "queue": 0.9, "prefill": 0.5}
@@ -207,10 +222,10 @@ CASES = [
         "kv_cache_usage_p90": 0.03, "kv_cache_usage_peak": 0.71, "queue_seconds_per_second": 0.28,
         "requests_running": 1.4, "arrival_surge_z": 0.0},
         baselines={"kv_cache_usage_peak": 0.02, "requests_running": 0.2}), "queue", "kv_cache_pressure"),
-    ("a recent full cache with no wait seen at a scrape or in the queue time: not held back", _inputs(
-        stages=QUEUED, signals={"kv_cache_usage_peak": 0.71, "queue_seconds_per_second": 0.005,
-                                "requests_running": 1.4},
-        baselines={"kv_cache_usage_peak": 0.02, "requests_running": 0.2}), "queue", "unknown"),
+    ("a recent full cache, 7x its usual share, with no wait seen at a scrape or in the queue time: not held back",
+     _inputs(stages=QUEUED, signals={"kv_cache_usage_peak": 0.71, "queue_seconds_per_second": 0.005,
+                                     "requests_running": 1.4},
+             baselines={"kv_cache_usage_peak": 0.1, "requests_running": 0.2}), "queue", "unknown"),
     ("a batch of 0.2 grown past two requests is more demand, whatever the floor", _inputs(stages=QUEUED, signals={
         "kv_cache_usage_peak": 0.71, "queue_seconds_per_second": 0.28, "requests_running": 2.2},
         baselines={"kv_cache_usage_peak": 0.02, "requests_running": 0.2}), "queue", "unknown"),
@@ -218,6 +233,22 @@ CASES = [
         "kv_cache_usage_peak": 0.71, "requests_waiting_peak": 1.0, "requests_running": 1.4},
         baselines={"kv_cache_usage_peak": 0.02, "requests_running": 0.2}, drop=("queue_seconds_per_second",)),
      "queue", "kv_cache_pressure"),
+    # A cache shrunk to hold one or two requests at a few requests a minute is empty at most scrapes: no scrape reads
+    # it half full, yet the same traffic fills many times its usual share (the defaults replay at 0.5 users/s, seed
+    # 26: the window's p90 6.5x its baseline, one preemption, nothing running at the recent scrapes; seed 19: the
+    # recent peak 51x, no preemption, the queue time 2.6x).
+    ("a small cache ran out: preemptions, the same traffic filling 6x its usual share",
+     _small_cache(RAN_OUT, {"arrival_surge_z": 1.7}), "queue", "kv_cache_pressure"),
+    ("preemptions with the cache at twice its usual share are not a smaller cache",
+     _small_cache(RAN_OUT, {}, {"kv_cache_usage_p90": 0.05, "kv_cache_usage_peak": 0.05}), "queue", "unknown"),
+    ("preemptions and a cache 6x fuller beside a batch grown past two: more demand, not a smaller cache",
+     _small_cache(RAN_OUT, {"requests_running": 2.5}), "queue", "unknown"),
+    ("the same traffic fills 51x its usual share of the cache, 0.82 of it",
+     _small_cache(FILLED, {"arrival_surge_z": 0.2}), "queue", "kv_cache_pressure"),
+    ("a cache 51x fuller behind prompts that doubled: not yet anyone's",
+     _small_cache(FILLED, {"prompt_tokens_recent": 900.0}), "queue", "unknown"),
+    ("a cache 51x fuller while the users' arrivals surged: not a smaller cache",
+     _small_cache(FILLED, {"arrival_surge_z": 2.5}), "queue", "unknown"),
     # at 15 s scrapes the moment the cache ran out falls between them: preemptions with a cache half full recently,
     # or at a tenth of the window's scrapes, are KV pressure; with a cache never half full they are not
     ("preemptions, the cache half full at a recent scrape", _inputs(stages=QUEUED, signals={
@@ -482,10 +513,10 @@ def test_the_worst_breach_is_explained() -> None:
 def test_readme_has_the_generated_cause_table() -> None:
     from pathlib import Path
 
-    from sloguard.diagnose.rules import markdown
+    from sloguard.diagnose.text import markdown
 
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
-    assert markdown() in readme, "paste sloguard.diagnose.rules.markdown() into README.md 'Diagnosis'"
+    assert markdown() in readme, "paste sloguard.diagnose.text.markdown() into README.md 'Diagnosis'"
 
 
 def _v(cause: str) -> Verdict:
