@@ -35,6 +35,12 @@ def test_defaults_profile_is_the_daemons_defaults(bench: ModuleType, monkeypatch
     assert bench.fault_payload("engine_restart") == {"engine_restart_s": 30.0}
 
 
+def test_the_benchmarks_default_is_the_daemons_timing(bench: ModuleType) -> None:
+    assert bench.PROFILE is bench.PROFILES["defaults"] and bench.TPOT_OBJECTIVE == "100ms"
+    assert (bench.PROFILE.tpot, bench.PROFILE.parallel) == ("100ms", 9)  # a CPU burn breaches; one burn a round
+    assert (bench.PROFILES["compressed"].tpot, bench.PROFILES["compressed"].parallel) == ("150ms", 4)
+
+
 def test_compressed_profile(bench: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = _config(bench, monkeypatch, "compressed")
     assert (cfg.evaluation_interval, cfg.targets[0].scrape_interval, cfg.diagnose.window) == (1.0, 1.0, 20.0)
