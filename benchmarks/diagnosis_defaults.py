@@ -52,6 +52,10 @@ batch guard's floor of two requests (5916947, ~16 min): KV shrink right 15/15, 3
 three late runs one probe of the ten in the SLO's window waited 0.15-0.4 s for blocks and no scrape saw a request
 waiting; at the breach the cache's recent peak read 0.41-0.44 and 0.0 (under the row's 0.5) in two, and the queue
 time 2.6x its healthy mean (under 3x) in the third.
+With two more kv_cache_pressure rows on the cache's usual share (74e8e91: preemptions with the window's KV p90 >= 0.1
+and 5x its baseline, or the recent peak >= 0.5 and 10x its baseline, both with the third row's guards): KV shrink at
+0.5 users/s within two 15/15 (median +0, max +2), its evidence a median 6 evaluations after the shrink (10 before,
+p90 21 -> 15); every other figure exactly as before.
 
 Run: .venv/bin/python benchmarks/diagnosis_defaults.py [--seeds 30] [--rates 0.5 2 5] [--faults F ...] [--phase S]
 (~16 min on 2 cores)
