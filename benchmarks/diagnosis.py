@@ -64,12 +64,16 @@ The same seeds with serving_cpu_cores the higher of that rate and the newest hos
 8/8, 28/28 within two (median +0, max +2: two CPU burns that breached before any host read had seen the burn).
 New seed set 22000 at the compressed timing (5b47ad5, 3,346 s): 34/35 (a CPU burn never breached), 10/10, 33/34
 within two (max +10: a prompt shift at 1 user request/s).
-benchmarks/diagnosis_retable.py re-decides the traces through today's rule table in seconds. Late verdicts left:
-long_prompts at 1 user request/s (the users' mean prompt of ~20 requests per window, against a baseline learned
-from ~60-200, fills slowly while long prefills jam the engine) and load surges whose arrivals stand out of Poisson
-noise only after the SLO's probes breached. benchmarks/detection_bound.py measures both against the fastest
-detector there is at the same false-alarm rate: it too misses two evaluations after the breach in an expected 5% of
-the traced surges, sloguard in 6 of 72; in 19% of the long-prompt runs, sloguard in 29 of 89. The daemon's
+New seed set 23000 at the defaults (5916947, --seeds 4 --healthy 8, 4,258 s): 28/28, 8/8, 28/28 within two (max +2).
+New seed set 25000 at the defaults with every fault x 5 seeds and 10 healthy runs (c535c1e, today's default
+arguments, 5,323 s): 35/35, 10/10, 32/32 within two (median +0, max +2; three runs missed at injection, 'pre');
+the same through 74e8e91's table (diagnosis_retable.py).
+benchmarks/diagnosis_retable.py re-decides the traces through today's rule table in seconds. Late verdicts left: at
+the compressed timing, long_prompts at 1 user request/s (the users' mean prompt of ~20 requests per window, against a
+baseline learned from ~60-200, fills slowly while long prefills jam the engine) and load surges whose arrivals stand
+out of Poisson noise only after the SLO's probes breached. benchmarks/detection_bound.py measures both against the
+fastest detector there is at the same false-alarm rate: it too misses two evaluations after the breach in an expected
+5% of the traced surges, sloguard in 6 of 72; in 19% of the long-prompt runs, sloguard in 29 of 89. The daemon's
 defaults (300 s window, 15 s evaluations) are replayed in virtual time by benchmarks/diagnosis_defaults.py.
 """
 
