@@ -133,8 +133,8 @@ class Profile:
 # compressed 6 s is 90 s at this scale.
 # The TPOT objective: healthy runs read a p95 of ~90-130 ms at the compressed profile's 2 probes/s, ~45-80 ms at the
 # defaults' 1 probe per 3 s (a lighter engine), where a CPU burn reads ~95 ms: at 150 ms none of five burns breached.
-# "defaults" is the default since 2026-11-30: the goals are the daemon's at its own timing; the compressed timing
-# gives its windows 1/15 of the users' traffic, where a change in their prompts is late for any detector (README).
+# "defaults" is the default since 2026-11-29 (f6f4367): the goals are the daemon's at its own timing; the compressed
+# timing gives its windows 1/15 of the users' traffic, where a change in their prompts is late for any detector.
 PROFILES = {
     "compressed": Profile(1.0, "    scrape_interval: 1s\n    scrape_timeout: 900ms\n", "  interval: 1s\n", 10, "5s",
                           "4900ms", 20.0, ", baseline: 10m, restart_hold: 60s", 200.0, 75.0, 6.0, "150ms", 4),
