@@ -30,6 +30,7 @@ class ServerWatch:
                         if target.metrics_url else None)
         self._nvml: Any = _nvml_source(nvml_module) if nvml else None
         self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
 
     @property
     def scraping(self) -> bool:
@@ -38,13 +39,15 @@ class ServerWatch:
 
     def start(self) -> None:
         """Start sampling now (first sample immediately), then every interval."""
+        self._stopping = asyncio.Event()
         self._task = asyncio.ensure_future(self._run())
 
     async def sample(self) -> None:
         """Take one scrape and one GPU sample now."""
         if self._scrape is not None:
             try:
-                out = await asyncio.wait_for(self._scrape.collect(), self._scrape.timeout)
+                async with asyncio.timeout(self._scrape.timeout):
+                    out = await self._scrape.collect()
                 if isinstance(out.payload, ServerView):
                     self.views.append(out.payload)
             except (SourceError, TimeoutError) as exc:
@@ -56,6 +59,7 @@ class ServerWatch:
     async def stop(self) -> None:
         """Stop the periodic sampling and take a final sample (the stage's end)."""
         if self._task is not None:
+            self._stopping.set()  # ends the loop even where a cancel gets swallowed (3.11's wait_for did)
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
@@ -74,9 +78,11 @@ class ServerWatch:
         self.views, self.gpu, self.failures = [], [], {}
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping.is_set():
             await self.sample()
-            await asyncio.sleep(self.interval)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.interval):
+                    await self._stopping.wait()
 
     async def _sample_gpu(self) -> None:
         try:
