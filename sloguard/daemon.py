@@ -322,7 +322,8 @@ class Daemon:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.alerting.close(), 2.0)
+            async with asyncio.timeout(2.0):
+                await self.alerting.close()
         for src in self.runner.sources:
             await _quietly(src.close())
         await self.http.cleanup()
@@ -332,7 +333,8 @@ class Daemon:
 
 async def _quietly(coro: Coroutine[Any, Any, None]) -> None:
     with contextlib.suppress(Exception):
-        await asyncio.wait_for(coro, 2.0)
+        async with asyncio.timeout(2.0):
+            await coro
 
 
 async def serve(config_path: str, web_config_path: str | None = None, listen: str | None = None) -> int:

@@ -123,7 +123,8 @@ class Alerting:
             except Exception:
                 log.exception("alert delivery loop error (continuing)")
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=POLL_INTERVAL)
+                async with asyncio.timeout(POLL_INTERVAL):
+                    await self._wake.wait()
             self._wake.clear()
 
     async def deliver_due(self) -> None:

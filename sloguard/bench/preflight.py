@@ -63,7 +63,8 @@ async def _engine(target: TargetSpec, api_key: str | None) -> str:
         return target.engine
     source = ScrapeSource(target, secrets={target.name: api_key} if api_key else None)
     try:
-        out = await asyncio.wait_for(source.collect(), target.scrape_timeout)
+        async with asyncio.timeout(target.scrape_timeout):
+            out = await source.collect()
         return out.payload.engine if isinstance(out.payload, ServerView) else "auto"
     except (SourceError, TimeoutError):
         return "auto"

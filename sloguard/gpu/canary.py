@@ -45,7 +45,8 @@ async def stop_gracefully(proc: asyncio.subprocess.Process, grace: float = KILL_
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signal.SIGTERM)
         try:
-            return await asyncio.wait_for(proc.wait(), grace)
+            async with asyncio.timeout(grace):
+                return await proc.wait()
         except TimeoutError:
             log.warning("canary worker ignored SIGTERM; killing", extra={"pid": proc.pid, "grace_s": grace})
             with contextlib.suppress(ProcessLookupError):
@@ -153,7 +154,8 @@ class CanarySource:
         during: list[Reading] = []
         watch = asyncio.ensure_future(self._watch(proc.pid, run, during))
         try:
-            out, err = await asyncio.wait_for(proc.communicate(), self.spec.timeout)
+            async with asyncio.timeout(self.spec.timeout):
+                out, err = await proc.communicate()
         except (TimeoutError, asyncio.CancelledError) as exc:
             task = asyncio.ensure_future(stop_gracefully(proc, self.kill_grace))  # never block the caller
             self._reapers.add(task)

@@ -120,7 +120,8 @@ def _repeat(jobs: Sequence[ProbeJob], as_json: bool) -> int:
                 print(time.strftime("%H:%M:%S"))
             _print(results, as_json)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), max(0.0, interval - (loop.time() - start)))
+                async with asyncio.timeout(max(0.0, interval - (loop.time() - start))):
+                    await stop.wait()
 
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(rounds())

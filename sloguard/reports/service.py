@@ -98,7 +98,8 @@ class ReleaseReports:
             proc = await asyncio.create_subprocess_exec(*self.command(b, now, out), stdout=asyncio.subprocess.PIPE,
                                                         stderr=asyncio.subprocess.PIPE)
             try:
-                _, err = await asyncio.wait_for(proc.communicate(), TIMEOUT_S)
+                async with asyncio.timeout(TIMEOUT_S):
+                    _, err = await proc.communicate()
             except TimeoutError:
                 proc.kill()
                 await proc.wait()

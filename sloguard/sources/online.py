@@ -69,7 +69,8 @@ async def check_target(target: TargetSpec, models: set[str], api_key: str | None
     if target.metrics_url and metrics:
         source = ScrapeSource(target, secrets={target.name: api_key} if api_key else None)
         try:
-            out = await asyncio.wait_for(source.collect(), target.scrape_timeout)
+            async with asyncio.timeout(target.scrape_timeout):
+                out = await source.collect()
             engine = f"{getattr(out.payload, 'engine', target.engine)} engine"
         except SourceError as exc:
             found.append(Finding(False, f"{name}: /metrics {exc.reason}: {exc}"))

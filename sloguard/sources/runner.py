@@ -86,7 +86,8 @@ class SourceRunner:
         start = time.perf_counter()
         reason: str | None = None
         try:
-            out = await asyncio.wait_for(src.collect(), timeout=src.timeout)
+            async with asyncio.timeout(src.timeout):
+                out = await src.collect()
         except asyncio.CancelledError:
             if self._stopped:
                 return  # shutdown cancels runs in flight: an expected end, not a job error with a traceback

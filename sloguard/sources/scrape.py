@@ -149,7 +149,8 @@ class ScrapeSource:
         if url.startswith("file://"):
             return await asyncio.to_thread(self._read_file, Path(unquote(urlparse(url).path)))
         try:
-            return await asyncio.wait_for(self._get(url), self.timeout)
+            async with asyncio.timeout(self.timeout):
+                return await self._get(url)
         except TimeoutError:
             raise SourceError("timeout", f"no complete response within {self.timeout:g}s") from None
         except aiohttp.ClientPayloadError as exc:

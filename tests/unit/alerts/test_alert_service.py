@@ -231,3 +231,21 @@ def test_success_after_an_ambiguous_failure_counts_a_possible_duplicate(
         asyncio.run(svc.deliver_due())
         clock.advance(60)
     assert len(FakeNotifier.sent) == 1 and counts(svc) == expected
+
+
+def test_a_stop_landing_as_the_loop_is_woken_ends_the_delivery_loop(tmp_path: Path) -> None:
+    """The daemon's shutdown cancels `run()` in the turn a new alert wakes it: the loop must end, not swallow
+    the cancel and deliver on (Python 3.11's wait_for did that, and the shutdown's gather waited for ever)."""
+    svc = make(tmp_path, FakeClock(1000.0))
+
+    async def scenario() -> bool:
+        loop = asyncio.ensure_future(svc.run())
+        for _ in range(100):  # to its wait for a wake-up (deliver_due awaits nothing with an empty outbox)
+            await asyncio.sleep(0)
+        svc._wake.set()  # a new alert...
+        loop.cancel()  # ...and the shutdown, in one turn
+        await asyncio.wait([loop], timeout=5.0)  # not asyncio.timeout: its cancel would end the loop for us
+        ended = loop.done()
+        loop.cancel()
+        return ended
+    assert asyncio.run(scenario())
