@@ -133,5 +133,22 @@ def orders(stage: int, kind: LoadKind, level: float, size: StageSize, workers: i
     return out
 
 
+def deadline_s(orders: list[StageOrder], size: StageSize, timeout_s: float, slack_s: float) -> float:
+    """Return how long after its start a stage can last if every request takes its whole timeout (+ `slack_s`).
+
+    A timed stage: its warm-up and duration, then one request's timeout. A counted one: open loop, the last
+    arrival plus one timeout; closed loop, the longest chain one stream of one worker sends back to back (its
+    worker's quota and warm-up requests over its streams, after a timed warm-up). A worker that goes quiet
+    (a wedged loop, a request its own deadline did not end) cannot hold the run past this.
+    """
+    per_request = timeout_s + slack_s
+    if size.duration_s is not None:
+        return size.warmup_s + size.duration_s + per_request
+    last = max((t for o in orders for _, t in o.arrivals), default=0.0)
+    chains = [math.ceil(((o.quota or 0) + size.warmup_n) / o.streams) for o in orders if o.streams]
+    warm = size.warmup_s + per_request if size.warmup_s else 0.0
+    return max(last + per_request, warm + max(chains, default=0) * per_request)
+
+
 def _share(total: int, parts: int, i: int) -> int:
     return total // parts + (1 if i < total % parts else 0)

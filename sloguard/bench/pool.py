@@ -1,7 +1,8 @@
 """The parent's side of the worker processes: spawn them, hand out stage orders, collect what comes back.
 
 Workers are spawned once and reused by every stage; the pool grows when a stage needs more of them. A
-worker that dies mid-stage is reported (its stage ends with what arrived) and replaced for the next one.
+worker that dies mid-stage is reported (its stage ends with what arrived) and replaced for the next one; so is
+one that has not answered STOP_GRACE_S after being told to stop (its loop is wedged): it is killed.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from sloguard.bench.workload import WorkloadSpec
 
 QUIT_TIMEOUT_S = 5.0
 READY_TIMEOUT_S = 60.0  # spawning imports aiohttp and sloguard: seconds on a loaded 2-core host
+STOP_GRACE_S = 10.0  # a worker told to stop cancels its requests at once: 10 s of silence means it cannot
 
 
 @dataclass
@@ -46,6 +48,7 @@ class WorkerPool:
         self.workload = workload
         self._ctx = mp.get_context("spawn")
         self._procs: list[_Proc] = []
+        self._stopping = asyncio.Event()
 
     @property
     def size(self) -> int:
@@ -58,6 +61,10 @@ class WorkerPool:
 
     async def ensure(self, n: int) -> None:
         """Have at least `n` live workers (replacing dead ones), each ready to take an order."""
+        for p in self._procs:
+            if not p.proc.is_alive():
+                p.cmd.close()
+                p.out.close()
         self._procs = [p for p in self._procs if p.proc.is_alive()]
         new = []
         while len(self._procs) < n:
@@ -80,6 +87,7 @@ class WorkerPool:
         client = StageClient()
         pending = set(range(len(orders)))
         finished = asyncio.Event()
+        self._stopping = asyncio.Event()
         for i, order in enumerate(orders):
             self._procs[i].cmd.send(("stage", order))
 
@@ -99,12 +107,29 @@ class WorkerPool:
             loop.add_reader(self._procs[i].out.fileno(), on_message, i)
         try:
             if pending:
-                await finished.wait()
+                await self._until_done(finished, pending, client)
         finally:
             for i in range(len(orders)):
                 with contextlib.suppress(ValueError, OSError):
                     loop.remove_reader(self._procs[i].out.fileno())
         return client
+
+    async def _until_done(self, finished: asyncio.Event, pending: set[int], client: StageClient) -> None:
+        """Wait for every worker's "done"; kill those still silent STOP_GRACE_S after a stop."""
+        done = asyncio.ensure_future(finished.wait())
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait([done, stopping], return_when=asyncio.FIRST_COMPLETED)
+            if not done.done():
+                await asyncio.wait([done], timeout=STOP_GRACE_S)
+        finally:
+            done.cancel()
+            stopping.cancel()
+        for i in sorted(pending):  # told to stop, silent since: its records so far are kept, the rest is lost
+            self._procs[i].proc.kill()
+            self._procs[i].proc.join(1.0)
+            client.died.append(i)
+        pending.clear()
 
     @staticmethod
     def _handle(i: int, msg: Any, client: StageClient, pending: set[int],
@@ -119,6 +144,7 @@ class WorkerPool:
 
     def stop_stage(self) -> None:
         """Tell every worker to end its stage now (requests in flight are cancelled and counted)."""
+        self._stopping.set()
         for p in self._procs:
             with contextlib.suppress(OSError):
                 p.cmd.send(("stop", None))

@@ -2,7 +2,8 @@
 
 A stage ends at its size (duration or requests; requests in flight then finish, each bounded by the
 request timeout), when it turns hopeless (≥ HOPELESS_MIN measured requests and > 50% failed: the rest
-would only burn time), when it overruns its plan by the timeout plus OVERRUN_GRACE_S, or on Ctrl-C.
+would only burn time), when it overruns its plan (plan.deadline_s: as if every request took its whole timeout
+plus REQUEST_SLACK_S, then OVERRUN_GRACE_S), or on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from sloguard.slo.model import SLO, is_good
 START_DELAY_S = 0.3  # orders reach every worker before the stage's common start
 HOPELESS_MIN = 20
 OVERRUN_GRACE_S = 10.0
+REQUEST_SLACK_S = 1.0  # a request's stamping and record on a loaded host, beyond its timeout
 STREAMS_PER_WORKER = 256  # benchmarks/bench_client.py: one worker loop keeps TTFT error p99 within goals
 RATE_PER_WORKER = 200.0  # requests/s one worker schedules with lag p99 ≤ 1 ms (benchmarks/bench_client.py)
 
@@ -124,12 +126,13 @@ class Runner:
         start_wall = time.time() + START_DELAY_S
         orders = plans.orders(st.index, kind, load, size, workers, start_ns, offsets)
         planned = (size.warmup_s + size.duration_s) if size.duration_s is not None else None
+        deadline = plans.deadline_s(orders, size, self.s.workload.job.timeout, REQUEST_SLACK_S)
         self.s.progress.start(f"stage {st.index} {load_text(kind, load)}",
                               f"{planned:g}s" if planned is not None else f"{size.requests} req")
         self.s.watch.reset()
         self.s.watch.start()
         self._running = st
-        guard = asyncio.ensure_future(self._overrun(planned))
+        guard = asyncio.ensure_future(self._overrun(deadline))
         try:
             client = await self.pool.run(orders, self._received)
         finally:
@@ -138,16 +141,17 @@ class Runner:
             await self.s.watch.stop()
         return self._finish(st, client, start_wall, workers)
 
-    async def _overrun(self, planned: float | None) -> None:
-        if planned is None:
-            return
-        await asyncio.sleep(START_DELAY_S + planned + self.s.workload.job.timeout + OVERRUN_GRACE_S)
+    async def _overrun(self, deadline_s: float) -> None:
+        await asyncio.sleep(START_DELAY_S + deadline_s + OVERRUN_GRACE_S)
+        self.s.progress.note(f"stage overran its plan ({deadline_s + OVERRUN_GRACE_S:.0f}s with every request "
+                             "at its timeout): ending it; its requests still in flight are not counted")
         self._end_stage("overrun")
 
     def _received(self, records: list[RequestRecord]) -> None:
         st = self._running
         if st is None:
             return
+        records = [r for r in records if r.stage == st.index]  # not a late one of an earlier, stopped stage
         st.records.extend(records)
         self.s.progress.add(records)
         measured = [r for r in records if not r.warmup]

@@ -8,7 +8,16 @@ import random
 import pytest
 
 from sloguard.bench import options
-from sloguard.bench.plan import StageSize, arrivals, orders, parse_labels, parse_levels, parse_warmup, worker_count
+from sloguard.bench.plan import (
+    StageSize,
+    arrivals,
+    deadline_s,
+    orders,
+    parse_labels,
+    parse_levels,
+    parse_warmup,
+    worker_count,
+)
 
 
 def _args(*argv: str) -> object:
@@ -100,3 +109,22 @@ def test_every_option_has_help() -> None:
     assert p.description and "exit status" in (p.epilog or "")
     for action in p._actions:
         assert action.help, f"`sloguard bench` option {action.option_strings} has no help"
+
+
+@pytest.mark.parametrize(("kind", "level", "size", "workers", "offsets", "expected"), [
+    # timed: warm-up + duration + one request at its timeout (10 s) and slack (1 s)
+    ("concurrency", 4, StageSize(60.0, None, warmup_s=5.0), 1, [], 5 + 60 + 11),
+    # 40 requests over 4 streams of one worker: a chain of 10 requests, each at most 11 s
+    ("concurrency", 4, StageSize(None, 40), 1, [], 10 * 11),
+    # uneven split: 40 over 3 workers with 2, 1, 1 streams -> the 13-request quota of a one-stream worker
+    ("concurrency", 4, StageSize(None, 40), 3, [], 13 * 11),
+    # a counted warm-up lengthens every chain; a timed one comes first (and one request may overlap its end)
+    ("concurrency", 4, StageSize(None, 40, warmup_n=8), 1, [], 12 * 11),
+    ("concurrency", 4, StageSize(None, 40, warmup_s=5.0), 1, [], 5 + 11 + 10 * 11),
+    # open loop: the last arrival, then one request
+    ("rate", 2.0, StageSize(None, 3), 2, [0.5, 1.0, 1.5], 1.5 + 11),
+])
+def test_deadline_is_every_request_at_its_timeout(kind: str, level: float, size: StageSize, workers: int,
+                                                  offsets: list[float], expected: float) -> None:
+    stage = orders(0, kind, level, size, workers, 0, offsets)  # type: ignore[arg-type]
+    assert deadline_s(stage, size, 10.0, 1.0) == pytest.approx(expected)
