@@ -6,6 +6,8 @@ so a slow parent can never block this loop. Open-loop sends sleep until 1 ms bef
 and then yield to the loop until it is due (asyncio's timers wake up to 1 ms late: epoll's resolution).
 Closed-loop streams start 1 ms apart (stream k at k ms; 1024 streams over ~1 s): one loop cannot send
 N requests at the same instant, and a burst of its own making would land in the first requests' lag.
+A request not ended OVERDUE_S past its own timeout is cancelled and recorded as failed: one whose deadline
+was lost in the HTTP stack cannot hold its stream (and the stage) for ever.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from sloguard.bench.order import LoopLag, StageOrder
 from sloguard.bench.record import RequestRecord, t0_offset
 from sloguard.bench.workload import RequestSpec, WorkloadSpec
 from sloguard.model import ProbeResult
+from sloguard.probes.job import ProbeJob
 from sloguard.probes.stream import make_session
 from sloguard.probes.timing import percentile
 
@@ -35,6 +38,7 @@ LAG_PERIOD_S = 0.05
 STOP_CHECK_S = 0.2
 RAMP_NS = 1_000_000  # closed-loop stream k starts k ms after the stage: no start-up burst of the client's own
 NS = 1e-9
+OVERDUE_S = 5.0
 
 
 def main(workload: WorkloadSpec, index: int, cmd: Connection, out: Connection) -> None:
@@ -166,11 +170,12 @@ class Worker:
         send = self.behaviours[req.behaviour](job.api)
         sent = self.clock()
         try:
-            result = await send(self.session, job, req.prompt)
+            result = await self._bounded(send(self.session, job, req.prompt), job.timeout + OVERDUE_S)
         except Exception as exc:  # a client bug must show up as a failed request, not a silent gap
-            result = ProbeResult(ts=time.time(), probe=job.name, target=job.target, model=job.model,
-                                 api=job.api, ok=False, error=f"probe crashed: {type(exc).__name__}",
-                                 prompt_bucket=req.prompt.bucket)
+            result = _failed(job, req, f"probe crashed: {type(exc).__name__}")
+        if result is None:
+            result = _failed(job, req, f"timeout after {job.timeout:g}s (abandoned {OVERDUE_S:g}s later: its "
+                                       "own deadline did not end it)")
         ended = self.clock()
         if release is not None:
             release()
@@ -182,6 +187,32 @@ class Worker:
             ended_s=(ended - start) * NS, warmup=order.is_warmup(req.seq, sched_s), result=result)
         asyncio.get_running_loop().call_soon(self._pack, record)  # not between this end and the next send
         return ended
+
+    async def _bounded(self, send: Awaitable[ProbeResult], limit_s: float) -> ProbeResult | None:
+        """Return the send's result, or None when it has not ended within `limit_s` (it is cancelled then).
+
+        The send runs in this task (no extra hop before it starts: its send lag stays the stream's own); a
+        timer task on the worker's clock cancels this one at the limit, the way asyncio.timeout does.
+        """
+        me = asyncio.current_task()
+        assert me is not None
+        fired = False
+
+        async def expire() -> None:
+            nonlocal fired
+            await self.sleep(limit_s)
+            fired = True
+            me.cancel()
+
+        timer = asyncio.ensure_future(expire())
+        try:
+            return await send
+        except asyncio.CancelledError:
+            if fired and me.uncancel() == 0:  # our cancel alone: the stage's stop is not swallowed
+                return None
+            raise
+        finally:
+            timer.cancel()
 
     def _pack(self, record: RequestRecord) -> None:
         """Pickle one record here (~20 us), so the sender thread never holds the GIL for a whole batch."""
@@ -210,6 +241,11 @@ class Worker:
             start = self.clock()
             loop.call_soon(_resolve, fut, self.clock)
             lags.append((await fut - start) * NS)
+
+
+def _failed(job: ProbeJob, req: RequestSpec, error: str) -> ProbeResult:
+    return ProbeResult(ts=time.time(), probe=job.name, target=job.target, model=job.model, api=job.api, ok=False,
+                       error=error, prompt_bucket=req.prompt.bucket)
 
 
 def _resolve(fut: asyncio.Future[int], clock: Callable[[], int]) -> None:

@@ -10,7 +10,7 @@ from virtual_time import VirtualTime
 
 from sloguard.bench.order import StageOrder
 from sloguard.bench.record import RequestRecord
-from sloguard.bench.worker import Worker, unpack
+from sloguard.bench.worker import OVERDUE_S, Worker, unpack
 from sloguard.bench.workload import WorkloadSpec
 from sloguard.model import ProbeResult
 from sloguard.probes.job import ProbeJob
@@ -97,3 +97,51 @@ def test_stop_ends_the_stage_and_counts_requests_in_flight() -> None:
     recs = [r for k, *rest in out if k == "records" for r in unpack(rest[0])]
     assert len(recs) == 4 * 5  # five full 0.2 s rounds of four streams before the stop at 1.05 s
     assert lag.samples > 0
+
+
+
+def _lost_deadline(vt: VirtualTime, hangs: set[int], sent: list[int]) -> Any:
+    """A send whose request numbers in `hangs` never end by themselves (their own deadline was lost)."""
+    def factory(api: str) -> Any:
+        async def send(_session: Any, job: ProbeJob, prompt: Any) -> ProbeResult:
+            sent.append(vt.now)
+            if len(sent) - 1 in hangs:
+                await asyncio.get_running_loop().create_future()  # nothing resolves it: only a cancel ends it
+            await vt.sleep(E2E)
+            return ProbeResult(ts=0.0, probe=job.name, target=job.target, model=job.model, api=api, ok=True,
+                               connect_s=0.0, ttft_s=TTFT, e2e_s=E2E, output_tokens=8)
+        return send
+    return factory
+
+
+def test_a_request_whose_deadline_is_lost_is_abandoned_and_its_stream_goes_on() -> None:
+    vt = VirtualTime(start_ns=1_000_000_000)
+    out: list[Any] = []
+    worker = Worker(WorkloadSpec(JOB, seed=1), 0, out.append, clock=vt.clock, sleep=vt.sleep,
+                    behaviours={"normal": _lost_deadline(vt, {1}, [])})
+    order = StageOrder(stage=0, kind="concurrency", start_ns=1_000_000_000, streams=1, quota=3)
+    asyncio.run(vt.run(worker.run(order)))
+    assert out[-1][0] == "done" and out[-1][4] == 0  # the stage ended by itself, nothing left in flight
+    recs = sorted((r for kind, *rest in out if kind == "records" for r in unpack(rest[0])), key=lambda r: r.seq)
+    assert [r.result.ok for r in recs] == [True, False, True]
+    lost = recs[1]
+    assert (lost.result.error or "").startswith(f"timeout after {JOB.timeout:g}s (abandoned {OVERDUE_S:g}s later")
+    assert lost.ended_s - lost.sent_s == pytest.approx(JOB.timeout + OVERDUE_S, abs=1e-3)
+    assert recs[2].sent_s == pytest.approx(lost.ended_s, abs=1e-3)  # the stream went on at once
+
+
+def test_a_stop_still_cancels_a_request_in_flight_and_is_not_taken_for_its_deadline() -> None:
+    vt = VirtualTime(start_ns=1_000_000_000)
+    out: list[Any] = []
+    worker = Worker(WorkloadSpec(JOB, seed=1), 0, out.append, clock=vt.clock, sleep=vt.sleep,
+                    behaviours={"normal": _lost_deadline(vt, {0, 1}, [])})
+    order = StageOrder(stage=2, kind="concurrency", start_ns=1_000_000_000, streams=2, quota=4)
+
+    async def scenario() -> None:
+        run = asyncio.ensure_future(worker.run(order))
+        await vt.sleep(1.0)
+        worker._stop.set()
+        await run
+    asyncio.run(vt.run(scenario()))
+    assert out[-1][:2] == ("done", 2) and out[-1][4] == 2  # both requests counted as cancelled in flight
+    assert not [r for kind, *rest in out if kind == "records" for r in unpack(rest[0])]  # none became a record
