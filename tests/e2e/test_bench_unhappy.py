@@ -62,9 +62,13 @@ def _run(url: str, tmp: Path) -> tuple[dict[str, Any], list[dict[str, Any]], flo
     tokens0, aborts0 = _counter(url, "vllm:generation_tokens_total"), _counter(
         url, "vllm:request_success_total", finished_reason="abort")
     out = tmp / "r.jsonl"
-    done = subprocess.run([sys.executable, "-m", "sloguard", "bench", "-c", str(_config(tmp, url)), "--target", "sim",
-                           "-o", str(out), "--concurrency", "4", "--requests", "40", "--behaviours", BEHAVIOURS],
-                          capture_output=True, text=True, timeout=600, check=False)
+    argv = [sys.executable, "-m", "sloguard", "bench", "-c", str(_config(tmp, url)), "--target", "sim",
+            "-o", str(out), "--concurrency", "4", "--requests", "40", "--behaviours", BEHAVIOURS]
+    try:  # the stage's own deadline (10 chains of 11 s + 10 s) and the preflight's (3 x 10 s) end it well before
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=240, check=False)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"the bench did not end within 240 s; it printed:\n{exc.stdout!r}\n{exc.stderr!r}") \
+            from None
     assert done.returncode == 0, done.stderr
     wait_until(lambda: _counter(url, "vllm:num_requests_running") == 0, 120, "every request to finish")
     rows = [json.loads(line) for line in out.read_text().splitlines()]
