@@ -54,6 +54,7 @@ async def handle(request: web.Request, api: wire.Api) -> web.StreamResponse:
         return error_response("injected fault: internal server error", 500, "InternalServerError")
     queue: TokenQueue = asyncio.Queue()
     req = sim.new_request(params, arrival, lambda n, fin: queue.put_nowait((n, fin)))
+    req.network_delay_s, req.trace_id = arrival - delayed, _trace_id(request.headers.get("traceparent", ""))
     midstream = params.stream and roll(faults.midstream_error_rate, sim.rng_faults)
     headers = {"x-sim-request-id": req.rid}
     try:
@@ -69,6 +70,12 @@ async def handle(request: web.Request, api: wire.Api) -> web.StreamResponse:
         unhappy.release(sim, req)
         if sim.tracer is not None and req.finished == req.finish_reason:
             sim.tracer.emit(req, request.headers, loop.time(), arrival - delayed)
+
+
+def _trace_id(traceparent: str) -> str:
+    """Return the trace id of a W3C `traceparent` (version-traceid-parentid-flags), or ""."""
+    parts = traceparent.strip().split("-")
+    return parts[1].lower() if len(parts) == 4 and len(parts[1]) == 32 else ""
 
 
 async def _next(queue: TokenQueue) -> tuple[int, str | None]:

@@ -44,6 +44,10 @@ class SimRequest:
     # The model's own duration of the step that emitted the first token (multiplier and jitter included), as
     # planned: unlike first_token - scheduled it does not grow when a busy host wakes the event loop late.
     prefill_step_s: float | None = None
+    # The `network_delay_s` fault as actually waited (the loop may wake late), and the client's trace id: the
+    # truth a test holds sloguard's per-request network stage to.
+    network_delay_s: float = 0.0
+    trace_id: str = ""
 
     def computed_tokens(self) -> int:
         """Return the tokens this request's next prefill computes (recompute after preemption)."""

@@ -1,7 +1,8 @@
 """aiohttp app of the simulated vLLM server: OpenAI API, vLLM `/metrics`, and `/sim/*` control routes.
 
 Routes: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`, `GET /health`,
-`GET /metrics`, `GET /version`, `GET /sim/profile`, `GET|POST|DELETE /sim/faults`, `GET /sim/requests/{id}`.
+`GET /metrics`, `GET /version`, `GET /sim/profile`, `GET|POST|DELETE /sim/faults`, `GET /sim/requests/{id}`
+(a response id, or a client's trace id).
 """
 
 from __future__ import annotations

@@ -113,8 +113,11 @@ class Simulator:
         return {"background": list(self.scheduler.arrivals)}
 
     def request_json(self, rid: str) -> dict[str, Any] | None:
-        """Return one logged request's server-side timeline in seconds from receipt, or None."""
-        req = self._log.get(rid)
+        """Return one logged request's server-side timeline in seconds from receipt, or None.
+
+        `rid` is the response's id, or the W3C trace id of the client's `traceparent` (newest match).
+        """
+        req = self._log.get(rid) or next((r for r in reversed(self._log.values()) if r.trace_id == rid), None)
         if req is None:
             return None
         return timeline(req)
@@ -134,5 +137,5 @@ def timeline(req: SimRequest) -> dict[str, Any]:
         "first_token_s": _since(req.first_token, req.arrival), "last_token_s": _since(req.last_token, req.arrival),
         "queue_s": _since(req.scheduled, req.queued), "prefill_s": _since(req.first_token, req.scheduled),
         "decode_s": _since(req.last_token, req.first_token),
-        "prefill_step_s": req.prefill_step_s,
+        "prefill_step_s": req.prefill_step_s, "network_delay_s": req.network_delay_s, "trace_id": req.trace_id,
     }

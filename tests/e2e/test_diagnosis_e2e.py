@@ -165,7 +165,7 @@ def test_fault_gets_its_verdict_everywhere(rig: tuple[Proc, Proc], slack: SlackD
         blocks = json.dumps(msg["blocks"], ensure_ascii=False)
         assert "Where / why:" in blocks and f"{cause}:" in blocks and "✓" in blocks  # line + evidence
         if fault == "network_delay":
-            _network_within_20ms(daemon)
+            _network_within_20ms(sim, daemon)
             _status_command(daemon, cause)
     finally:
         if fault != FAULTS[-1][0]:
@@ -180,13 +180,22 @@ def _status_command(daemon: Proc, cause: str) -> None:
     assert "network_measured" in done.stdout or "serving_cpu_cores" in done.stdout, done  # the evidence
 
 
-def _network_within_20ms(daemon: Proc) -> None:
-    """Per request, the measured network stage and the time to the response head are 200 ms ± 20 ms."""
+def _network_within_20ms(sim: Proc, daemon: Proc) -> None:
+    """Per request, the measured network stage and the time to the response head are the injected delay ± 20 ms.
+
+    The delay is 200 ms as the simulator actually waited it for that request (its `/sim/requests/{trace id}`):
+    a busy host wakes its `asyncio.sleep(0.2)` late (CI: 222 ms, which sloguard measured), and that is the
+    truth the measure is held to.
+    """
     def recent() -> list[dict[str, Any]]:
         rows = json.loads(http_get(f"{daemon.url}/debug/probes")[1])
         return [r for r in rows if r.get("ok") and (r.get("head_s") or 0) > DELAY_S / 2][:10]  # newest first
     wait_until(lambda: len(recent()) >= 10, PATIENCE, "10 requests with the delay")
     for r in recent():  # /debug/probes shows results as drained: network = client TTFT − the record's TTFT
+        status, body = http_get(f"{sim.url}/sim/requests/{r['trace_id']}")
+        assert status == 200, (r, body)
+        applied = json.loads(body)["network_delay_s"]
+        assert DELAY_S <= applied < DELAY_S + 0.5, (applied, r)  # the fault's delay, late by a busy host at most
         network = r["ttft_s"] - r["server_ttft_s"]
-        assert network >= 0 and abs(network - DELAY_S) <= 0.020, r
-        assert abs(r["head_s"] - DELAY_S) <= 0.020 and r["head_s"] <= r["ttft_s"], r
+        assert network >= 0 and abs(network - applied) <= 0.020, (applied, r)
+        assert abs(r["head_s"] - applied) <= 0.020 and r["head_s"] <= r["ttft_s"], (applied, r)
