@@ -66,7 +66,8 @@ probes:
     size = StageSize(None, REQUESTS)
     bound = START_DELAY_S + deadline_s(orders(0, "concurrency", STREAMS, size, 1, 0, []), size, TIMEOUT_S,
                                        REQUEST_SLACK_S) + OVERRUN_GRACE_S + STOP_GRACE_S
-    assert took <= bound + 5.0, (took, bound)  # + the run's own start and end on a loaded host
+    # + the run's end (results, table, exit) on a loaded CI host; without the kill it never ends at all
+    assert took <= bound + 15.0, (took, bound)
     assert "stage overran its plan" in stderr
     assert not psutil.pid_exists(worker.pid) or worker.status() == psutil.STATUS_ZOMBIE
     rows = [json.loads(line) for line in out.read_text().splitlines()]
