@@ -4,49 +4,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from sloguard.clock import Clock
-from sloguard.config.load import ConfigError
-from sloguard.config.secrets import SecretError, read_secret
+from sloguard.config.secrets import Secrets
 from sloguard.config.spec import Config
-from sloguard.log import register_secret
+from sloguard.fleet.replica import Replica
 from sloguard.slo.model import SLO
 from sloguard.sources.base import Source
-
-
-@dataclass
-class Secrets:
-    """Secret values by owner name; registered for log redaction as they are read."""
-
-    targets: dict[str, str] = field(default_factory=dict)
-    notifiers: dict[str, str] = field(default_factory=dict)
-
-
-def read_secrets(cfg: Config) -> Secrets:
-    """Read every *_file / *_env secret; raise ConfigError naming each path that failed."""
-    out, errors = Secrets(), []
-    refs: list[tuple[str, dict[str, str], str, str | None, str | None]] = []
-    for i, t in enumerate(cfg.targets):
-        refs.append((f"targets[{i}].api_key", out.targets, t.name, t.api_key_file, t.api_key_env))
-    for i, n in enumerate(cfg.notifiers):
-        for key in ("token", "webhook_url", "password", "url_with_secret"):
-            f, e = getattr(n, f"{key}_file", None), getattr(n, f"{key}_env", None)
-            if f or e:
-                refs.append((f"notifiers[{i}].{key}", out.notifiers, n.name, f, e))
-    for path, into, name, f, e in refs:
-        try:
-            value = read_secret(f, e)
-        except SecretError as exc:
-            errors.append(f"{path}_{'file' if f else 'env'}: {exc}")
-            continue
-        if value is not None:
-            register_secret(value)
-            into[name] = value
-    if errors:
-        raise ConfigError(errors)
-    return out
 
 
 def startup_grace(cfg: Config) -> float:
@@ -142,8 +107,29 @@ SOURCES: dict[str, SourceBuilder] = {
 }
 
 
-def build_sources(cfg: Config, secrets: Secrets, clock: Clock,
-                  running: Mapping[str, Source] | None = None) -> dict[str, Source]:
-    """Return every configured source by identity key, reusing `running` ones whose key is unchanged."""
+def _replica_scrapes(cfg: Config, secrets: Secrets, clock: Clock,
+                     replicas: Mapping[str, Sequence[Replica]]) -> list[Planned]:
+    """Plan one scrape per replica of each service: the service's settings, the replica's URL and engine."""
+    from sloguard.sources.scrape import ScrapeSource
+
+    out: list[Planned] = []
+    for svc in cfg.services:
+        digest = _secret_digest(secrets.targets.get(svc.name))
+        for r in replicas.get(svc.name, ()):
+            spec = svc.model_copy(update={"metrics_url": r.metrics_url, "engine": r.engine or svc.engine})
+            out.append((_key("scrape", svc, r.name, r.metrics_url, r.engine, digest),
+                        lambda spec=spec, r=r: ScrapeSource(spec, clock=clock,  # type: ignore[misc]
+                                                            secrets=secrets.targets, replica=r.name)))
+    return out
+
+
+def build_sources(cfg: Config, secrets: Secrets, clock: Clock, running: Mapping[str, Source] | None = None,
+                  replicas: Mapping[str, Sequence[Replica]] | None = None) -> dict[str, Source]:
+    """Return every configured source by identity key, reusing `running` ones whose key is unchanged.
+
+    `replicas`: each service's current replicas (sloguard.fleet.replica.service_replicas), one scrape each.
+    """
     running = running or {}
-    return {key: running.get(key) or make() for build in SOURCES.values() for key, make in build(cfg, secrets, clock)}
+    planned = [p for build in SOURCES.values() for p in build(cfg, secrets, clock)]
+    planned += _replica_scrapes(cfg, secrets, clock, replicas or {})
+    return {key: running.get(key) or make() for key, make in planned}

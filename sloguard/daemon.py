@@ -1,52 +1,53 @@
-"""The long-running daemon: build from config, run sources and evaluation, serve, reload, drain on SIGTERM."""
+"""The long-running daemon: build the components from config, schedule sources and cycles, reload, drain on stop.
+
+What one cycle does with the components is sloguard.cycle; running it as a process (signals, exit codes) is
+sloguard.run.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-import signal
-import sys
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
+from functools import partial
 from typing import Any
 
 from sloguard import __version__
 from sloguard.alerts.service import Alerting
 from sloguard.clock import Clock, SystemClock, next_tick
-from sloguard.components import (
-    Secrets,
-    build_sources,
-    history_horizon,
-    read_secrets,
-    server_horizon,
-    startup_grace,
-)
+from sloguard.components import build_sources, history_horizon, server_horizon, startup_grace
 from sloguard.config.load import ConfigError, load_config
+from sloguard.config.secrets import Secrets, read_secrets
 from sloguard.config.spec import Config
+from sloguard.cycle import Cycle, Recorder
 from sloguard.diagnose.service import Diagnoser
-from sloguard.exporter.listen import ListenError
-from sloguard.exporter.selfmetrics import SelfState, self_families
 from sloguard.exporter.server import Endpoints, start_server
-from sloguard.exporter.snapshot import Snapshot
-from sloguard.exporter.webconfig import load_web_config
+from sloguard.fleet.leader import leadership
+from sloguard.fleet.service import Fleet
 from sloguard.guardrails.server import GuardSignals
 from sloguard.guardrails.stagebudget import StageBudgets
+from sloguard.incident.service import Incidents
 from sloguard.log import setup_logging
-from sloguard.model import Sample, ServerView
 from sloguard.notify import Notifier
 from sloguard.persistence import Persistence
 from sloguard.probes import jobs_from_config
+from sloguard.probes.bounds import checked
 from sloguard.probes.feed import ProbeFeed
 from sloguard.reports.service import ReleaseReports
+from sloguard.slo.coarse import BucketAdvisor
 from sloguard.slo.engine import SLOEngine
-from sloguard.slo.model import slos_from_config
-from sloguard.sources.base import Source, SourceOutput
+from sloguard.slo.model import missed_slo, slos_from_config
+from sloguard.snapshot import Snapshot
+from sloguard.sources.base import Source
 from sloguard.sources.online import log_findings
 from sloguard.sources.runner import SourceRunner
-from sloguard.statedir import StateDirError, prepare
+from sloguard.sources.scrape import ScrapeSource
+from sloguard.statedir import prepare
 from sloguard.traces.service import RecordService
-from sloguard.windows.coarse import BucketAdvisor
+from sloguard.web import guard as listener
+from sloguard.web.webconfig import load_web_config
 from sloguard.windows.server import ServerWindows
 
 log = logging.getLogger("sloguard.daemon")
@@ -54,14 +55,18 @@ DRAIN_INTERVAL = 0.25
 PRUNE_INTERVAL = 3600.0
 
 
-class Daemon:
+class Daemon(Cycle):
     """Owns every component; the event loop is the only writer, so no component needs its own lock."""
 
     def __init__(self, config_path: str, web_config_path: str | None = None, listen: str | None = None,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, lifecycle: bool = False, max_connections: int = 512,
+                 recorder: Recorder | None = None) -> None:
         self.config_path = config_path
+        self.recorder = recorder  # sloguard record: every page, drain and evaluation to a recording
         self.web_config_path = web_config_path
         self.listen_override = listen
+        self.lifecycle = lifecycle  # POST /-/reload without credentials (--web.enable-lifecycle)
+        self.web_guard = listener.Guard(listener.Limits(max_connections=max_connections), "web")
         self.clock = clock or SystemClock()
         self.snapshot = Snapshot()
         self.stopping = asyncio.Event()
@@ -77,10 +82,43 @@ class Daemon:
         self.last_eval_mono = time.monotonic()
         self.heartbeat_mono = time.monotonic()  # the evaluation loop ran: what the systemd watchdog is fed from
         self.notify = Notifier()
+        self.fleet = Fleet(self._fleet_changed)  # discovered replicas; a change re-plans the scrapes
+        self._fleet_due: asyncio.TimerHandle | None = None
+        self.sources: dict[str, Source] = {}
 
     def _build(self, cfg: Config) -> tuple[Secrets, dict[str, Source]]:
         secrets = read_secrets(cfg)
-        return secrets, build_sources(cfg, secrets, self.clock, getattr(self, "sources", None))
+        return secrets, self._hooked(build_sources(cfg, secrets, self.clock, self.sources, self.fleet.replicas(cfg)))
+
+    def _hooked(self, sources: dict[str, Source]) -> dict[str, Source]:
+        """Return the sources, each scrape handing its pages to the recorder when one runs (`sloguard record`)."""
+        if self.recorder is not None:
+            for src in sources.values():
+                if isinstance(src, ScrapeSource):
+                    src.on_page = self.recorder.page
+        return sources
+
+    def _fleet_changed(self) -> None:
+        """Apply discovered changes once, 0.2 s after the first (a relist's burst of events is one re-plan)."""
+        if self._fleet_due is None and not self.stopping.is_set():
+            self._fleet_due = asyncio.get_running_loop().call_later(0.2, self._apply_fleet)
+
+    def _apply_fleet(self) -> None:
+        """Start scrapes of new replicas, stop those of vanished ones (their windows kept for replica_grace)."""
+        self._fleet_due = None
+        try:
+            sources = build_sources(self.cfg, self.secrets, self.clock, self.sources, self.fleet.replicas(self.cfg))
+            self._replace_sources(self._hooked(sources))
+            self.fleet.retire(self.cfg, self.server_windows, self.clock.now())
+        except Exception:  # one bad discovery answer must not stop the daemon applying the next
+            log.exception("applying discovered targets failed")
+
+    def _replace_sources(self, sources: dict[str, Source]) -> None:
+        self.runner.replace(list(sources.values()))
+        kept = {id(s) for s in sources.values()}
+        self._closing = [t for t in self._closing if not t.done()] + [
+            asyncio.create_task(_quietly(s.close())) for s in self.sources.values() if id(s) not in kept]
+        self.sources = sources
 
     async def start(self) -> None:
         """Load config, build and start everything; raise ConfigError if the first config is bad.
@@ -96,13 +134,14 @@ class Daemon:
         # Listen before anything starts (probe process, schedules): a busy or forbidden address is one line and
         # exit 2, with nothing to clean up. Providers are looked up per request, after start() has finished.
         ep = Endpoints(self.snapshot, self.reload, lambda: self.evaluated, {
-            "slos": lambda: self.diagnosis.decorate(self.slo.api_json(self.statuses)),
+            "slos": lambda: self.incidents.decorate(self.diagnosis.decorate(self.slo.api_json(self.statuses))),
             "probes": lambda: self.probes.history.snapshot(),
             "alerts": lambda: self.alerting.debug_json(),
             "releases": lambda: self.reports.api_json(),
         }, degraded=self.persist.degraded,
-            query_providers={"probes": lambda query: self.probes.history.page(query)}, results=self._results)
-        self.http, self.port = await start_server(ep, web_config, self.listen_override or cfg.listen)
+            query_providers={"probes": lambda query: self.probes.history.page(query)}, results=self._results,
+            lifecycle=self.lifecycle)
+        self.http, self.port = await start_server(ep, web_config, self.listen_override or cfg.listen, self.web_guard)
         slos = slos_from_config(cfg)
         self.slo = SLOEngine(slos, self.clock)
         # Streamed from the store (batches ordered by ts), so 28 days of results never sit in memory at once.
@@ -114,37 +153,36 @@ class Daemon:
         self.stage_budgets = StageBudgets(cfg)  # stage p95 over budget, with the burn alerts' evidence guard
         self.probes = ProbeFeed(jobs_from_config(cfg, secrets.targets), cfg.probe_settings.history_size)
         self.diagnosis = Diagnoser(cfg)  # where the time goes and why, per SLO, after each evaluation
+        self.incidents = Incidents()  # the one model every surface reads
         # Values a rule can read continue across a restart: last success (and its age) come from the store.
         self.probes.metrics.restore(self.persist.probe_baselines())
-        self.records = RecordService(cfg, slos)  # joins the server's own record of each probe request
-        await self.records.start()
+        # Joins the server's own record of each probe request; span sampling keeps requests that missed an SLO.
+        self.records = RecordService(cfg, partial(missed_slo, slos=tuple(slos)))
+        await self.records.start(web_config)
         self.probes.start()
         # Restored alerts whose series are not collected yet are held, not resolved (no re-page on restart).
-        self.alerting = Alerting(cfg, self.persist, self.clock, secrets.notifiers, startup_grace=startup_grace(cfg))
+        self.leader = leadership(cfg.ha)  # HA: only the elected replica delivers (ha.mode lease / file_lock)
+        self.alerting = Alerting(cfg, self.persist, self.clock, secrets.notifiers, startup_grace=startup_grace(cfg),
+                                 leader=self.leader)
         self.reports = self._release_reports(cfg)
         self.runner = SourceRunner(self.snapshot, self._on_output, self.clock)
         self.sources = sources
         self.runner.start(list(sources.values()))
+        self.secrets = secrets
+        self.fleet.reconfigure(cfg, secrets.discovery)
         self.reload_ts = self.clock.now()
         self._publish_self()
         self.statuses: list[Any] = []
         for coro in (self._loop(self.cfg.evaluation_interval, self.evaluate, first=0.5),
                      self._loop(DRAIN_INTERVAL, self.drain_probes),
                      self._loop(PRUNE_INTERVAL, self._prune),
-                     self._alert_delivery(), self._watchdog()):
+                     self._alert_delivery(), self._watchdog(), self.leader.run()):
             self._tasks.append(asyncio.create_task(coro))
         # First run only: name probe models the servers do not serve (else every request is a silent 404).
         self._tasks.append(asyncio.create_task(log_findings(cfg, secrets.targets)))
         log.info("sloguard started", extra={"version": __version__, "listen": self.listen_override or cfg.listen,
                                             "port": self.port, "sources": len(sources),
                                             "probes": len(cfg.probes), "slos": len(cfg.slos)})
-
-    def _on_output(self, src: Source, out: SourceOutput) -> None:
-        if isinstance(out.payload, ServerView):
-            self.server_windows.add(out.payload)
-            self.buckets.check(out.payload, self.slo.slos)
-            self.guard.add(out.payload)
-        self.reports.on_output(out.payload, self.clock.now())
 
     def _release_reports(self, cfg: Config) -> ReleaseReports:
         """Release identities, boundaries and the automatic before/after reports (sloguard.reports)."""
@@ -155,16 +193,11 @@ class Daemon:
         reports.verdicts_of = self._verdicts_of
         return reports
 
-    def _verdicts_of(self, target: str) -> list[dict[str, Any]]:
-        """Return the current bottleneck verdict of each SLO of a target (for its release report)."""
-        names = [s.name for s in self.slo.slos if s.target == target]
-        return [{"slo": n, **v} for n in names if (v := self.diagnosis.json(n)) is not None]
-
-    def _results(self, spec: str) -> Any:
+    def _results(self, spec: str, limit: int) -> Iterator[str]:
         """Stream a store slice as JSON lines for `sloguard report --daemon` (DataError for a bad slice)."""
         from sloguard.reports.storeslice import stream
 
-        return stream(self.cfg.state_dir, spec)
+        return stream(self.cfg.state_dir, spec, limit)
 
     async def _loop(self, interval: float, step: Any, first: float | None = None) -> None:
         """Run `step` every `interval` on a fixed cadence from its first run (clock.next_tick), never raising."""
@@ -178,20 +211,6 @@ class Daemon:
             now = time.monotonic()
             await asyncio.sleep(next_tick(origin, interval, now) - now)
 
-    async def _watchdog(self) -> None:
-        """Feed systemd's watchdog while the main loop runs and its evaluation loop keeps cycling.
-
-        A blocked event loop or a dead evaluation loop stops the pings (systemd restarts a wedged daemon);
-        a failing store does not, since evaluation goes on without it (degraded mode).
-        """
-        if self.notify.watchdog is None:
-            return
-        while not self.stopping.is_set():
-            stale_after = max(3 * self.cfg.evaluation_interval, self.notify.watchdog)
-            if time.monotonic() - self.heartbeat_mono < stale_after:
-                self.notify.ping()
-            await asyncio.sleep(self.notify.watchdog / 2)
-
     async def _alert_delivery(self) -> None:
         while not self.stopping.is_set():
             try:
@@ -201,62 +220,6 @@ class Daemon:
             except Exception:
                 log.exception("alert delivery loop crashed; restarting in 1s")
                 await asyncio.sleep(1.0)
-
-    def drain_probes(self) -> None:
-        """Move probe results into the SLO windows, then hand them to the store (which may fail: they wait)."""
-        raw = self.probes.drain(supervise=not self.stopping.is_set())
-        self.diagnosis.observe_probes(self.probes.started(), self.clock.now(), self.probes.reached,
-                                      self.probes.prefilled())
-        results = self.reports.stamp(self.records.finalise(raw))
-        if results:
-            self.slo.add_probe_results(results)
-        self.persist.add_probe_results(results)  # never raises for the store; retries a failed one
-
-    def evaluate(self) -> None:
-        """Evaluate SLOs and alerts and publish the snapshot; the exporter serves it until the next cycle."""
-        start = time.perf_counter()
-        self.heartbeat_mono = time.monotonic()
-        now = self.clock.now()
-        self.drain_probes()
-        self.statuses = self.slo.evaluate(now, self.server_windows)
-        self.snapshot.put("slo", self.slo.families(self.statuses))
-        windows = {s.name: self.slo.windows(s.name)[""] for s in self.slo.slos}
-        self.stage_budgets.evaluate(self.slo.slos, windows, self.server_windows, now)
-        self.snapshot.put("stage_budgets", self.stage_budgets.families())
-        self.snapshot.put("server", self.server_windows.families(now))
-        self.snapshot.put("probes", self.probes.metrics.families(now))
-        self.snapshot.put("checks", self.probes.checks.families())
-        self.snapshot.put("traces", self.records.families())
-        self.snapshot.put("store", self.persist.families())  # before the rules: SloguardStoreDown reads it
-        gpu = [Sample(s.name, s.labels, s.value) for fam in self.snapshot.families()
-               if fam.name.startswith("sloguard_gpu_") for s in fam.samples]
-        self.snapshot.put("guard", self.guard.families(now, self.server_windows, gpu))
-        self.reports.tick(now)
-        self.snapshot.put("releases", self.reports.families())
-        samples = self.snapshot.samples()
-        self.diagnosis.step(now, self.statuses, self.slo, self.server_windows, samples)
-        verdicts = self.diagnosis.families()
-        self.snapshot.put("diagnosis", verdicts)
-        samples += [Sample(s.name, s.labels, s.value) for fam in verdicts for s in fam.samples]
-        self.alerting.evaluate(samples, now, self.diagnosis.annotations)
-        self.snapshot.put("alerts", self.alerting.families(now))
-        self.eval_seconds = time.perf_counter() - start
-        self.last_eval_mono = time.monotonic()
-        if not self.evaluated:
-            self.notify.ready()
-        self.evaluated = True
-        self._publish_self()
-
-    def _prune(self) -> None:
-        self.persist.prune(self.cfg.probe_settings.retention)
-        self.alerting.prune(self.clock.now())
-
-    def _publish_self(self) -> None:
-        self.snapshot.put("self", self_families(self._self_state()))
-
-    def _self_state(self) -> SelfState:
-        return SelfState(self.reload_ok == 1.0, self.reload_ts, self.eval_seconds, self.snapshot.last_render_seconds,
-                         self.probes.alive(), self.probes.restarts, self.started)
 
     async def reload(self) -> bool:
         """Build the new config completely, then swap; on any error keep the old one and return False."""
@@ -277,21 +240,19 @@ class Daemon:
                           extra={"file": self.config_path, "errors": "; ".join(errors)})
                 self.notify.ready()
                 return False
+            self.secrets = secrets
             self._swap(cfg, sources, slos, jobs)
             self.notify.ready()
             return True
 
     def _swap(self, cfg: Config, sources: dict[str, Source], slos: Any, jobs: Any) -> None:
-        if cfg.state_dir != self.cfg.state_dir or cfg.listen != self.cfg.listen:
-            log.warning("state_dir and listen changes take effect on restart only")
+        if cfg.state_dir != self.cfg.state_dir or cfg.listen != self.cfg.listen or cfg.ha != self.cfg.ha:
+            log.warning("state_dir, listen and ha changes take effect on restart only")
         setup_logging(cfg.log.format, cfg.log.level)
-        self.runner.replace(list(sources.values()))
-        kept = {id(s) for s in sources.values()}
-        self._closing = [t for t in self._closing if not t.done()] + [
-            asyncio.create_task(_quietly(s.close())) for s in self.sources.values() if id(s) not in kept]
-        self.sources = sources
+        self._replace_sources(sources)
+        self.fleet.reconfigure(cfg, self.secrets.discovery)
         self.probes.update(jobs)
-        self.records.reconfigure(cfg, slos)
+        self.records.reconfigure(cfg, partial(missed_slo, slos=tuple(slos)))
         self.guard.reconfigure(cfg)
         self.stage_budgets.reconfigure(cfg)
         self.reports.reconfigure(cfg, self.config_path, self.clock.now())
@@ -307,11 +268,12 @@ class Daemon:
         """Stop schedules, stop the probe process, flush state and close; bounded well under 10 s."""
         self.stopping.set()
         self.notify.stopping()
+        await _quietly(self.fleet.close())
         self.runner.shutdown()
         await asyncio.to_thread(self.probes.stop, 4.0)  # > the worker's 3 s grace for in-flight requests
         with contextlib.suppress(Exception):
             self.drain_probes()
-            held = self.records.flush()  # results still waiting for engine spans: stored without them
+            held = [r for r in map(checked, self.records.flush()) if r is not None]  # stored without spans
             self.slo.add_probe_results(held)
             self.persist.add_probe_results(held)
         with contextlib.suppress(Exception):
@@ -335,28 +297,3 @@ async def _quietly(coro: Coroutine[Any, Any, None]) -> None:
     with contextlib.suppress(Exception):
         async with asyncio.timeout(2.0):
             await coro
-
-
-async def serve(config_path: str, web_config_path: str | None = None, listen: str | None = None) -> int:
-    """Run the daemon until SIGTERM/SIGINT; SIGHUP reloads. Return the process exit code."""
-    daemon = Daemon(config_path, web_config_path, listen)
-    try:
-        await daemon.start()
-    except ConfigError as exc:
-        print(exc.report(config_path), file=sys.stderr)
-        return 2
-    except StateDirError as exc:
-        print(f"sloguard: {exc}", file=sys.stderr)
-        return 2
-    except ListenError as exc:
-        fix = ("pass another --web.listen-address HOST:PORT" if listen
-               else f"change `listen:` in {config_path} or pass --web.listen-address HOST:PORT")
-        print(f"sloguard: {exc}; {fix}", file=sys.stderr)
-        return 2
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(daemon.reload()))
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, daemon.stopping.set)
-    await daemon.stopping.wait()
-    await daemon.shutdown()
-    return 0

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sloguard.config.units import parse_duration
-from sloguard.slo.status import render_status
+from sloguard.incident import text
 
 DEMO_CONFIG = """\
 version: sloguard/v1
@@ -31,6 +31,11 @@ targets:
     model: sim-llama-3-8b
     scrape_interval: 5s
     scrape_timeout: 4s
+    dcgm_url: http://127.0.0.1:{sim_port}/dcgm/metrics  # the simulator's dcgm-exporter page: GPU throttle verdicts
+host:  # the serving process's CPU and restarts: cpu_burn and engine_restart verdicts
+  interval: 5s
+  processes: [{{name: sim, target: sim, pid_file: "{state_dir}/sim.pid"}}]
+diagnose: {{window: 60s}}  # a short window: baselines are learned within ~2 minutes of the start
 probes:
   - name: sim-chat
     target: sim
@@ -48,7 +53,7 @@ slos:
       - {{metric: tpot, percentile: 50, threshold: 50ms}}
     goodput: {{ttft: 1s, tpot: 50ms, target: 0.95}}
     error_rate: {{target: 0.99}}
-    error_budget_window: 1d
+    error_budget_window: 1h  # a demo-sized budget: a fault pages within about two minutes
     budgets: {{connect: 10ms, ttft: 800ms, decode: 1500ms, network: 50ms}}
   - name: sim-server
     target: sim
@@ -56,12 +61,6 @@ slos:
     objectives:
       - {{metric: ttft, percentile: 95, threshold: 1s}}
       - {{metric: queue, percentile: 95, threshold: 500ms}}
-alerts:
-  - name: DemoHighTTFT
-    expr: 'sloguard_slo_quantile_seconds{{slo="sim-chat-latency",metric="ttft",quantile="0.95",window="5m"}} > 1'
-    for: 10s
-    severity: page
-    summary: "p95 TTFT {{{{ $value }}}}s above 1s on {{{{ $labels.slo }}}}"
 notifiers:
   - name: console
     type: log
@@ -112,24 +111,41 @@ def duration_arg(text: str) -> float:
     return value
 
 
+# fault -> the cause the demo's config lets the diagnosis name (README "Diagnosis")
+FAULTS: tuple[tuple[str, str, str], ...] = (
+    ("load_multiplier", "4", "capacity"), ("kv_blocks", "160", "kv_cache_pressure"),
+    ("prompt_scale", "4", "long_prompts"), ("gpu_clock_ratio", "0.35", "gpu_throttled"),
+    ("cpu_burn", "1.0", "serving_cpu_bound"), ("network_delay_s", "0.3", "network"),
+    ("engine_restart_s", "5", "engine_restart"), ("error_rate", "0.3", "failures by kind"),
+)
+
+
 def fault_help(sim_url: str) -> str:
-    """Return the lines the demo prints first: the simulator's URL and ready-to-copy fault commands."""
-    return (f"simulator: {sim_url}\n"
-            "inject a fault from another shell (then watch the SLO lines below move):\n"
-            f"  curl -XPOST {sim_url}/sim/faults -d '{{\"latency_multiplier\": 4}}'\n"
-            f"  curl -XDELETE {sim_url}/sim/faults      # back to normal\n"
-            "  other faults: stall_first_token_s, error_rate, hang, garbage_metrics, network_delay_s;\n"
-            "  each of these gets a bottleneck verdict: load_multiplier, kv_blocks, prompt_scale, gpu_clock_ratio,\n"
-            "  cpu_burn, engine_restart_s (README 'Diagnosis')\n")
+    """Return the lines the demo keeps on screen: the simulator's URL and ready-to-copy fault commands."""
+    rows = "\n".join(f"  curl -XPOST {sim_url}/sim/faults -d '{{\"{k}\": {v}}}'   # -> {why}" for k, v, why in FAULTS)
+    return (f"simulator: {sim_url}   inject one fault from another shell, then watch the SLO below:\n{rows}\n"
+            f"  curl -XDELETE {sim_url}/sim/faults   # back to normal\n")
 
 
-def _status_loop(base: str, duration: float, daemon: subprocess.Popen[bytes], stop: dict[str, bool]) -> None:
+def _snapshot(base: str) -> str:
+    try:
+        return text.render(_get_json(f"{base}/api/v1/slos").get("slos") or [])
+    except (OSError, ValueError, AttributeError) as exc:
+        return f"status unavailable: {exc}"
+
+
+def _status_loop(base: str, duration: float, daemon: subprocess.Popen[bytes], stop: dict[str, bool],
+                 header: str, tty: bool) -> None:
+    """Redraw the status in place on a terminal; when piped, print it only when it changes (at most every 5 s)."""
     end = time.monotonic() + duration if duration else float("inf")
+    last = ""
     while not stop["now"] and time.monotonic() < end and daemon.poll() is None:
-        try:
-            print(time.strftime("%H:%M:%S"), render_status(_get_json(f"{base}/api/v1/slos")), sep="\n", flush=True)
-        except OSError as exc:
-            print(f"status unavailable: {exc}", flush=True)
+        now = _snapshot(base)
+        if tty:
+            print(f"\x1b[H\x1b[2J{header}\n{time.strftime('%H:%M:%S')}\n{now}", flush=True)
+        elif now != last:
+            print(time.strftime("%H:%M:%S"), now, sep="\n", flush=True)
+        last = now
         time.sleep(min(5.0, max(0.0, end - time.monotonic())))
 
 
@@ -165,10 +181,10 @@ def main(argv: list[str]) -> int:
     state.mkdir(parents=True, exist_ok=True)
     cfg_path = state / "demo.yaml"
     cfg_path.write_text(demo_config(sim_port, args.listen, str(state)))
-    print(fault_help(sim_url), flush=True)
     py = sys.executable
     sim = subprocess.Popen([py, "-m", "sloguard", "sim", "--listen", f"127.0.0.1:{sim_port}", "--seed", "1"],
                            stdout=subprocess.DEVNULL)
+    (state / "sim.pid").write_text(str(sim.pid))  # the config's host.processes watches the simulator
     daemon = subprocess.Popen([py, "-m", "sloguard", "run", "-c", str(cfg_path)])
     host, _, port = args.listen.rpartition(":")
     host = "127.0.0.1" if host.strip("[]") in ("", "0.0.0.0", "::") else host
@@ -184,9 +200,10 @@ def main(argv: list[str]) -> int:
             print(f"sloguard demo: the daemon did not come up on {args.listen}; see its error above "
                   "(pick another address with --listen)", file=sys.stderr)
             return 1
-        print(f"sloguard:  {base}/  (status page)  {base}/metrics  {base}/api/v1/slos\n"
-              f"config:    {cfg_path}\n", flush=True)
-        _status_loop(base, args.duration, daemon, stop)
+        header = (f"{fault_help(sim_url)}sloguard:  {base}/  (status page)  {base}/metrics  {base}/api/v1/slos\n"
+                  f"config:    {cfg_path}\n")
+        print(header, flush=True)
+        _status_loop(base, args.duration, daemon, stop, header, sys.stdout.isatty())
         return 0 if daemon.poll() is None else 1
     finally:
         _stop_all(daemon, sim)

@@ -1,8 +1,9 @@
 """A SQLite connection that moves to memory when its file cannot be written, and back when it can.
 
-Alert state and the notification outbox live in the store's file; when a write fails with a storage
-error (disk full, read-only, I/O), their committed rows are copied into an in-memory database, the open
-transaction is replayed there, and the caller never sees the error: alerting and delivery go on.
+Alert state and the notification outbox live in the store's file; when a write fails (disk full, read-only,
+I/O, a closed or broken connection, a value the file refuses), their committed rows are copied into an
+in-memory database, the open transaction is replayed there, and the caller never sees the error: alerting and
+delivery go on. Only a statement error (SQLITE_ERROR: the SQL itself is wrong, in memory too) is raised.
 `attach()` copies the memory state back into a writable file.
 """
 
@@ -16,11 +17,10 @@ from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any
 
-from sloguard.store import is_storage_error
 from sloguard.tablecopy import add_missing_columns, copy_rows, offset_ids, table_names
 
 log = logging.getLogger("sloguard.store")
-FailureHook = Callable[[str, sqlite3.Error], None]
+FailureHook = Callable[[str, BaseException], None]
 _TABLE = re.compile(r"^\s*(?:INSERT(?:\s+OR\s+\w+)?\s+INTO|UPDATE|DELETE\s+FROM)\s+(\w+)", re.IGNORECASE)
 
 
@@ -28,6 +28,11 @@ def operation(sql: str) -> str:
     """Name the store operation a statement belongs to (for `sloguard_store_write_errors_total`)."""
     m = _TABLE.match(sql)
     return "outbox" if m and m.group(1).lower().startswith("outbox") else "alert_state"
+
+
+def _statement_error(exc: BaseException) -> bool:
+    """Return whether SQLite refused the statement itself (a bug: memory would refuse it too)."""
+    return getattr(exc, "sqlite_errorname", "") == "SQLITE_ERROR"
 
 
 def _memory() -> sqlite3.Connection:
@@ -73,8 +78,8 @@ class FallbackConnection:
         try:
             before = set(table_names(self._conn))
             self._conn.executescript(script)
-        except sqlite3.Error as exc:
-            if self._in_memory or not is_storage_error(exc):
+        except Exception as exc:
+            if self._in_memory or _statement_error(exc):
                 raise
             self._failover("alert_state", exc)  # runs every remembered script, this one included, in memory
             return
@@ -99,8 +104,8 @@ class FallbackConnection:
     def _run(self, method: str, sql: str, params: Any) -> sqlite3.Cursor:
         try:
             cur: sqlite3.Cursor = getattr(self._conn, method)(sql, params)
-        except sqlite3.Error as exc:
-            if self._in_memory or not is_storage_error(exc):
+        except Exception as exc:  # any failed write moves to memory (a closed or broken connection too)
+            if self._in_memory or _statement_error(exc):
                 raise
             self._failover(operation(sql), exc)
             cur = getattr(self._conn, method)(sql, params)
@@ -115,7 +120,7 @@ class FallbackConnection:
         if not self._in_memory:
             self._failover("alert_state", None)
 
-    def _failover(self, op: str, exc: sqlite3.Error | None) -> None:
+    def _failover(self, op: str, exc: BaseException | None) -> None:
         """Copy the file's committed rows into memory, replay the open transaction there, switch to it."""
         disk = self._conn
         with contextlib.suppress(sqlite3.Error):
@@ -165,8 +170,8 @@ class FallbackConnection:
         """Commit the open transaction (moving to memory if the file refuses it)."""
         try:
             self._conn.commit()
-        except sqlite3.Error as exc:
-            if self._in_memory or not is_storage_error(exc):
+        except Exception as exc:
+            if self._in_memory or _statement_error(exc):
                 raise
             self._failover(operation(self._journal[0][1]) if self._journal else "alert_state", exc)
             self._conn.commit()

@@ -10,6 +10,8 @@ import time
 import traceback
 from typing import Any
 
+from sloguard.escape import logfmt
+
 _SECRETS: set[str] = set()
 _LOCK = threading.Lock()
 REDACTED = "<redacted>"
@@ -50,10 +52,7 @@ def _fields(record: logging.LogRecord) -> dict[str, Any]:
 
 
 def _logfmt_value(v: Any) -> str:
-    s = str(v)
-    if s == "" or any(c in s for c in ' ="\n\t'):
-        return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-    return s
+    return logfmt(str(v))  # peer text (model names, errors) may hold escape bytes, CR or U+2028
 
 
 class LogfmtFormatter(logging.Formatter):

@@ -59,6 +59,13 @@ class ServerView:
     engine: str
     ts: float
     models: Mapping[str, ModelView]
+    replica: str = ""  # which replica of a service (sloguard.fleet); a plain target's is its host:port
+
+
+# What a ServerView becomes in the exposition: each windowed `sloguard_server_*` family over these windows (seconds),
+# latency at these quantiles (sloguard.windows.server; scrape limits and `check` count and name them from here).
+SERVER_WINDOWS: tuple[float, ...] = (60.0, 300.0)
+SERVER_QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.95, 0.99)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +116,9 @@ class ProbeResult:
     itl_counts: tuple[int, ...] = ()
     itl_sum_s: float = 0.0
     t0_ns: int = 0  # t0 on this process's perf_counter_ns clock (0: unknown): lets a load generator join it
+    # t0 → response head, whatever came after it: at slot start (llama-server) it measures the queue (traces.record)
+    head_raw_s: float | None = None
 
 
-LIVE_ONLY_FIELDS = frozenset({"itl_counts", "itl_sum_s", "t0_ns"})  # ProbeResult fields the store and JSON rows omit
+# ProbeResult fields the store and JSON rows omit
+LIVE_ONLY_FIELDS = frozenset({"itl_counts", "itl_sum_s", "t0_ns", "head_raw_s"})

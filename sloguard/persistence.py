@@ -18,20 +18,38 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
 
+from sloguard import untrusted
 from sloguard.clock import Clock
 from sloguard.fallback import FallbackConnection
+from sloguard.families import declare
 from sloguard.model import ProbeResult
-from sloguard.statedir import DB_NAME, StateDir, StateDirError, describe, lock, misconfiguration
-from sloguard.store import PROBE_COLUMNS, Store, iter_results, open_readonly, probe_result, probe_row
+from sloguard.statedir import DB_NAME, StateDir, describe, lock, misconfiguration
+from sloguard.store import (
+    PROBE_COLUMNS,
+    Store,
+    is_storage_error,
+    iter_results,
+    open_readonly,
+    probe_result,
+    probe_row,
+    storable,
+)
 
 log = logging.getLogger("sloguard.store")
 RETRY_INTERVAL = 5.0  # seconds between attempts to write to a store that failed
 FLUSH_CHUNK = 5000  # rows per transaction when writing the backlog
 OPERATIONS = ("open", "probe_results", "alert_state", "outbox", "prune")
 _TS = PROBE_COLUMNS.index("ts")
-StoreError = (sqlite3.Error, OSError, StateDirError)
+STORE_UP = declare("sloguard_store_up", "gauge", "1 while the state store (SQLite in state_dir) takes writes; 0: "
+                   "degraded, probe results, alert state and notifications are kept in memory only.")
+WRITE_ERRORS = declare("sloguard_store_write_errors", "counter", "Failed writes to the state store by operation "
+                       "(since process start).", ("operation",))
+BACKLOG = declare("sloguard_store_backlog_results", "gauge", "Probe results waiting in memory for the state store "
+                  "(at most probe_settings.store_backlog).")
+DROPPED = declare("sloguard_store_backlog_dropped_results", "counter", "Probe results dropped from a full backlog: "
+                  "never written to the state store (since process start).")
 
 
 class Persistence:
@@ -111,8 +129,8 @@ class Persistence:
                                                     "error": self._reason})
 
     def add_probe_results(self, results: Sequence[ProbeResult]) -> None:
-        """Queue results for the store and write what it takes now; never raises for a storage failure."""
-        self.backlog.extend(probe_row(r) for r in results)
+        """Queue results for the store and write what it takes now; never raises, whatever the store does."""
+        self.backlog.extend(map(_storable_row, results))
         self.tick()
         overflow = len(self.backlog) - self.capacity
         if overflow > 0:
@@ -129,7 +147,7 @@ class Persistence:
         if self.up:
             try:
                 self._write_backlog()
-            except StoreError as exc:
+            except Exception as exc:  # any failed write (full, read-only, overflow, closed...) degrades, never stops
                 self._failed("probe_results", exc)
         elif self._mono() >= self._next_try:
             self._recover()
@@ -153,11 +171,11 @@ class Persistence:
             try:
                 self._attempt()
                 break
-            except StoreError as exc:
+            except Exception as exc:
                 self._reason = describe(exc)
-                if not str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_READONLY") or self.store is None:
+                if not _needs_new_connection(exc) or self.store is None:
                     return
-                with self.lock:  # after a read-only remount: only a new connection can write
+                with self.lock:  # after a read-only remount or a broken connection: only a new one can write
                     self.conn.detach()
                     self.store.close()
                     self.store = None
@@ -183,7 +201,7 @@ class Persistence:
             operation = "alert_state"
             with self.lock:
                 self.conn.attach(self.store.conn)
-        except StoreError:
+        except Exception:
             self.errors[operation] += 1
             raise
 
@@ -214,23 +232,19 @@ class Persistence:
         if self.up and self.store is not None:
             try:
                 self.store.prune(retention)
-            except StoreError as exc:
+            except Exception as exc:
                 self._failed("prune", exc)
 
     def families(self) -> list[Metric]:
         """Return sloguard_store_up, _write_errors_total{operation}, _backlog_results, _backlog_dropped_total."""
-        up = GaugeMetricFamily("sloguard_store_up", "1 while the state store (SQLite in state_dir) takes writes; 0: "
-                               "degraded, probe results, alert state and notifications are kept in memory only.")
+        up = STORE_UP.gauge()
         up.add_metric([], float(self.up))
-        errors = CounterMetricFamily("sloguard_store_write_errors", "Failed writes to the state store by "
-                                     "operation (since process start).", labels=["operation"])
+        errors = WRITE_ERRORS.counter()
         for op in OPERATIONS:
             errors.add_metric([op], self.errors[op])
-        backlog = GaugeMetricFamily("sloguard_store_backlog_results", "Probe results waiting in memory for the "
-                                    "state store (at most probe_settings.store_backlog).")
+        backlog = BACKLOG.gauge()
         backlog.add_metric([], len(self.backlog))
-        dropped = CounterMetricFamily("sloguard_store_backlog_dropped_results", "Probe results dropped from a full "
-                                      "backlog: never written to the state store (since process start).")
+        dropped = DROPPED.counter()
         dropped.add_metric([], self.dropped)
         return [up, errors, backlog, dropped]
 
@@ -252,3 +266,20 @@ class Persistence:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
+
+
+def _storable_row(r: ProbeResult) -> tuple[Any, ...]:
+    """Return the result's row with every value SQLite can bind; a value it could not is cleared and counted."""
+    row = probe_row(r)
+    clean = tuple(map(storable, row))
+    if clean != row:  # same objects compare equal (NaN included): only a replaced value differs
+        untrusted.reject("store", "unstorable_value", next(c for c, a, b in zip(PROBE_COLUMNS, row, clean,
+                                                                                strict=True) if a is not b))
+    return clean
+
+
+def _needs_new_connection(exc: BaseException) -> bool:
+    """Return whether a failed attempt needs a fresh connection: read-only (SQLite keeps a connection it opened
+    read-only so), or not a storage error at all (closed, misused or broken connection)."""
+    name = str(getattr(exc, "sqlite_errorname", ""))
+    return name.startswith("SQLITE_READONLY") or not is_storage_error(exc)

@@ -12,10 +12,11 @@ import logging
 import os
 import shutil
 import sqlite3
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from sloguard.store import is_storage_error
+from sloguard.store import ForeignDatabase, foreign, is_storage_error
 
 log = logging.getLogger("sloguard.store")
 # A full or read-only disk, or quota: sloguard starts degraded (in memory) and attaches the store later.
@@ -153,6 +154,9 @@ def describe(exc: BaseException) -> str:
 def misconfiguration(path: Path, exc: BaseException) -> StateDirError | None:
     """Return the start-up error for a store that cannot be used as configured, or None (start degraded)."""
     name = str(getattr(exc, "sqlite_errorname", ""))
+    if isinstance(exc, ForeignDatabase):
+        return StateDirError(f"state_dir: {path}: not a usable sloguard store ({exc}); move it away or point "
+                             "state_dir elsewhere")
     if name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")):
         return StateDirError(f"state_dir: {path}: not a usable sloguard store ({exc}); move it away or "
                              "point state_dir elsewhere")
@@ -189,6 +193,15 @@ def _is_sqlite(path: Path) -> bool:
         return True  # unreadable here (another user's file): not for check to judge
 
 
+def _foreign(db: Path) -> str | None:
+    """Return why an existing SQLite file is not a sloguard store, read without writing (None: it is, or unreadable)."""
+    try:
+        with closing(sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            return foreign(conn)
+    except sqlite3.Error:
+        return None
+
+
 def report(state_dir: str) -> tuple[bool, str]:
     """Return (usable, `state_dir: ...` line) from what can be tested offline, creating and writing nothing.
 
@@ -213,6 +226,8 @@ def report(state_dir: str) -> tuple[bool, str]:
     db = path / DB_NAME
     if db.is_file() and db.stat().st_size and not _is_sqlite(db):
         return False, f"state_dir: {db}: not a usable sloguard store (not an SQLite file); move it away"
+    if db.is_file() and db.stat().st_size and (why := _foreign(db)):
+        return False, f"state_dir: {db}: not a usable sloguard store (another program's database: {why}); move it away"
     pid = lock_holder(path) if base == path else None
     running = f"; in use by a running sloguard (pid {pid})" if pid else ""
     return True, f"state_dir: {path}: {prefix}writable, {_free(base)}{running}"

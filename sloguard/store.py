@@ -21,17 +21,51 @@ CREATE INDEX IF NOT EXISTS probe_results_ts ON probe_results (ts);
 """
 
 
+APPLICATION_ID = 0x534C4744  # "SLGD" in the file header (PRAGMA application_id): this file is a sloguard store
+# Every table any sloguard release created: a file without the mark holding only these is an older sloguard's.
+OWN_TABLES = frozenset({"probe_results", "store_meta", "alert_active", "alert_groups", "outbox", "outbox_dead",
+                        "outbox_refs", "releases", "release_boundaries"})
+
+
+class ForeignDatabase(sqlite3.DatabaseError):
+    """The file is an SQLite database of something else: sloguard adds nothing to it."""
+
+
+def foreign(conn: sqlite3.Connection) -> str | None:
+    """Return why the database `conn` holds is not a sloguard store (another program's mark, or tables no
+    sloguard creates), or None: a sloguard store, an older sloguard's unmarked one, or an empty file."""
+    app = conn.execute("PRAGMA application_id").fetchone()[0]
+    if app == APPLICATION_ID:
+        return None
+    if app != 0:
+        return f"application_id 0x{app & 0xFFFFFFFF:08x}"
+    tables = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    others = sorted(t for t in tables - OWN_TABLES if not t.startswith("sqlite_"))
+    return f"tables {', '.join(others[:5])}" if others else None
+
+
+def claim(conn: sqlite3.Connection, path: Path) -> None:
+    """Mark a new (or older sloguard's) file as a sloguard store; raise ForeignDatabase for any other database."""
+    why = foreign(conn)
+    if why is not None:
+        raise ForeignDatabase(f"{path} is another program's SQLite database ({why}), not a sloguard store")
+    if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+
 class Store:
     """One SQLite file in WAL mode; writes serialised by a lock, so one Store is safe across threads."""
 
     def __init__(self, path: str | Path, clock: Clock | None = None, lock: threading.RLock | None = None) -> None:
-        """Open (creating) the file; raise sqlite3.Error or OSError, leaving no connection open, if it cannot."""
+        """Open (creating) the file; raise sqlite3.Error or OSError, leaving no connection open, if it cannot
+        (ForeignDatabase for another program's database: nothing is added to it)."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._clock = clock or SystemClock()
         self.lock = lock or threading.RLock()
         self.conn = sqlite3.connect(self.path, check_same_thread=False)
         try:
+            claim(self.conn, self.path)  # before anything is written: a foreign file is left as it was
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA busy_timeout=5000")
             self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
@@ -123,6 +157,25 @@ def _result(row: Sequence[Any]) -> ProbeResult:
 def probe_row(r: ProbeResult) -> tuple[Any, ...]:
     """Return the stored row of a result (every column of PROBE_COLUMNS, in order)."""
     return tuple(getattr(r, c) for c in PROBE_COLUMNS)
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def storable(value: Any) -> Any:
+    """Return `value` as SQLite can bind it: an integer beyond 64 bits or a non-scalar becomes None, a string
+    with lone surrogates (from a JSON `\\ud800` escape) gets U+FFFD in their place."""
+    if value is None or isinstance(value, float | bool):
+        return value
+    if isinstance(value, int):
+        return value if _INT64[0] <= value <= _INT64[1] else None
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "replace").decode("utf-8")
+        return value
+    return None
 
 
 def probe_result(row: Sequence[Any]) -> ProbeResult:

@@ -9,9 +9,9 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from sloguard.alerts.expr import Matcher
 from sloguard.alerts.rules import Rule, render
 from sloguard.alerts.template import Lookup
+from sloguard.config.expr import Expr, Matcher
 from sloguard.model import Sample
 
 Labels = tuple[tuple[str, str], ...]
@@ -76,8 +76,22 @@ def _selected(rule: Rule, index: Mapping[str, list[Sample]]) -> list[list[Sample
     return [[s for s in index.get(e.metric, ()) if e.selects(s.name, s.labels)] for e in rule.exprs]
 
 
+def _clause_value(exprs: Sequence[Expr], index: Mapping[str, list[Sample]]) -> float | None:
+    """Return the first expr's value when every expr of a clause holds for some series, else None."""
+    value = None
+    for i, e in enumerate(exprs):
+        hit = next((s for s in index.get(e.metric, ()) if e.selects(s.name, s.labels) and e.holds(s.value)), None)
+        if hit is None:
+            return None
+        value = hit.value if i == 0 else value
+    return value
+
+
 def instances(rule: Rule, index: Mapping[str, list[Sample]]) -> dict[Labels, float]:
     """Return the label sets (with rule labels and alertname) for which the rule's condition holds now."""
+    if rule.any_of:
+        values = [v for c in rule.any_of if (v := _clause_value(c, index)) is not None]
+        return {_labels_of(rule, {}, max(values)): max(values)} if values else {}
     hits = [[s for s in sel if e.holds(s.value)] for e, sel in zip(rule.exprs, _selected(rule, index), strict=True)]
     if len(rule.exprs) == 1:
         return {_labels_of(rule, s.labels, s.value): s.value for s in hits[0]}
@@ -88,6 +102,10 @@ def instances(rule: Rule, index: Mapping[str, list[Sample]]) -> dict[Labels, flo
 
 def present(rule: Rule, index: Mapping[str, list[Sample]]) -> set[Labels]:
     """Return the instance label sets whose input series exist now, whether or not the condition holds."""
+    if rule.any_of:
+        there = any(all(any(e.selects(s.name, s.labels) for s in index.get(e.metric, ())) for e in c)
+                    for c in rule.any_of)
+        return {_labels_of(rule, {}, 0.0)} if there else set()
     selected = _selected(rule, index)
     if len(rule.exprs) == 1:
         return {_labels_of(rule, s.labels, s.value) for s in selected[0]}
@@ -96,8 +114,8 @@ def present(rule: Rule, index: Mapping[str, list[Sample]]) -> set[Labels]:
 
 def _lookup(index: Mapping[str, list[Sample]]) -> Lookup:
     """Return the template `query` of one series: the first evaluated sample the selector matches."""
-    def find(metric: str, matchers: tuple[Matcher, ...]) -> float | None:
-        return next((s.value for s in index.get(metric, ()) if all(m.matches(s.labels) for m in matchers)), None)
+    def find(metric: str, matchers: tuple[Matcher, ...]) -> list[float]:
+        return [s.value for s in index.get(metric, ()) if all(m.matches(s.labels) for m in matchers)]
     return find
 
 

@@ -148,6 +148,13 @@ class Outbox:
             self._bury(Item(r[0], notification_from_dict(json.loads(r[1])), r[2], r[3], False, None),
                        "expired", "max_delivery_age reached", now)
 
+    def stand_by(self, notifier: str, now: float, handover: float) -> None:
+        """Drop waiting items older than `handover`, counted as outcome "standby" (HA: another replica sends)."""
+        with self.lock, self.conn:
+            gone = self.conn.execute("DELETE FROM outbox WHERE notifier = ? AND created_at <= ? AND inflight = 0",
+                                     (notifier, now - handover)).rowcount
+        self.counts[(notifier, "standby")] += gone
+
     def _bury(self, item: Item, outcome: str, error: str, now: float) -> None:
         n = item.notification
         with self.lock, self.conn:

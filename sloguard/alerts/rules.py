@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from sloguard.alerts.expr import Expr, ExprError, parse_expr
 from sloguard.alerts.template import render
+from sloguard.config.expr import Expr, ExprError, parse_expr
+from sloguard.config.runbooks import DEFAULT_TEMPLATE, runbook_url
 from sloguard.config.spec import AlertSpec, Config
 from sloguard.config.units import format_duration
 from sloguard.gpu.alerts import GPU_ALERTS
 from sloguard.guardrails.alerts import check_rules, guardrail_rules, stage_rules
-from sloguard.slo.burnrate import FALSE_PER_30D, BurnRule, BurnWindow, Z, plan
+from sloguard.slo.burnrate import FALSE_PER_30D, BurnRule, plan
 from sloguard.slo.model import SLO, Indicator, indicators, slos_from_config
 
-__all__ = ["BUILTIN_ALERTS", "BURN_ALERT", "ExprError", "Rule", "burn_rules", "parse_expr", "render",
-           "rules_from_config"]
+__all__ = ["BUILTIN_ALERTS", "BURN_ALERT", "ExprError", "Rule", "burn_groups", "burn_key", "burn_rules", "parse_expr",
+           "render", "rules_from_config"]
 
 BURN_ALERT = "SloguardErrorBudgetBurn"
 UNDELIVERED_METRIC = "sloguard_notifications_undelivered"
@@ -26,7 +27,12 @@ _EMPTY: Mapping[str, str] = MappingProxyType({})
 
 @dataclass(frozen=True)
 class Rule:
-    """One alerting rule. One expr: an instance per matching series; several: all must hold ("and")."""
+    """One alerting rule. One expr: an instance per matching series; several: all must hold ("and").
+
+    `any_of` (instead of `exprs`): clauses of exprs; the rule holds when every expr of any clause holds ("or" of
+    "and"s), as one instance with the rule's labels whose value is the largest first-expr value of the clauses
+    that hold (PromQL: `max by (labels) (clause1 or clause2 ...)`).
+    """
 
     name: str
     exprs: tuple[Expr, ...]
@@ -36,6 +42,7 @@ class Rule:
     annotations: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     key: str = ""
     source: str = ""  # expr text as written (threshold rules), copied verbatim into generated rules
+    any_of: tuple[tuple[Expr, ...], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -90,58 +97,69 @@ def stale_exprs(probe_intervals: Mapping[str, float]) -> list[tuple[str, str]]:
     return [("", shared), *((p, f"{STALE_METRIC}{{probe={json.dumps(p)}}} > {t:.10g}") for p, t in slow.items())]
 
 
-def builtin_rules(probe_intervals: Mapping[str, float] | None = None) -> tuple[Rule, ...]:
-    """Return the built-in operational rules; `probe_intervals` (probe -> seconds) sets stale thresholds."""
+def builtin_rules(probe_intervals: Mapping[str, float] | None = None, runbooks: str = DEFAULT_TEMPLATE
+                  ) -> tuple[Rule, ...]:
+    """Return the built-in operational rules; `probe_intervals` (probe -> seconds) sets stale thresholds,
+    `runbooks` (runbook_url_template) each rule's runbook_url."""
     out: list[Rule] = []
     for n, e, f, s, t in BUILTIN_ALERTS:
         exprs = stale_exprs(probe_intervals or {}) if e == STALE_EXPR else [("", e)]
         # A per-probe rule carries its probe label too (the series has it anyway): promtool rejects two rules
         # with the same name and labels.
-        out.extend(Rule(n, (parse_expr(x),), f, labels=_m(severity=s, probe=probe), annotations=_m(summary=t),
-                        source=x, key=f"{n}:{probe}" if probe else "") for probe, x in exprs)
+        out.extend(Rule(n, (parse_expr(x),), f, labels=_m(severity=s, probe=probe), source=x,
+                        annotations=_m(summary=t, runbook_url=runbook_url(runbooks, n)),
+                        key=f"{n}:{probe}" if probe else "") for probe, x in exprs)
     out.extend(Rule(a.name, (parse_expr(a.expr),), a.for_, labels=_m(severity=a.severity),
-                    annotations=_m(summary=a.summary, description=a.runbook), source=a.expr) for a in GPU_ALERTS)
+                    annotations=_m(summary=a.summary, description=a.runbook, runbook_url=runbook_url(runbooks, a.name)),
+                    source=a.expr) for a in GPU_ALERTS)
     return tuple(out)
 
 
-def _budget_query(slo: SLO, ind: Indicator, family: str, scale: str = "") -> str:
-    matchers = ",".join(f"{k}='{v}'" for k, v in {"slo": slo.name, **ind.labels()}.items())
-    return f'{{{{ with query "sloguard_slo_{family}{{{matchers}}}{scale}" }}}}'
+def _budget_query(slo: SLO, sli: str, family: str, scale: str = "") -> str:
+    """Return a template query of the least value of one SLI's budgets (several latency budgets: the worst)."""
+    return f'{{{{ with query "min(sloguard_slo_{family}{{slo=\'{slo.name}\',sli=\'{sli}\'}}){scale}" }}}}'
 
 
 def _budget_name(ind: Indicator) -> str:
     return ind.sli if ind.metric is None else f"{ind.sli} ({ind.metric} p{ind.percentile:g})"
 
 
-def burn_annotations(slo: SLO, ind: Indicator, rule: BurnRule) -> Mapping[str, str]:
-    """Return the annotations of one burn-rate alert (shared with the rule generator).
-
-    The summary reads e.g. "SLO ux latency budget burning 62x (page at 14.4x over 5m and 1m); 91.38% of the
-    1d budget left (2h 0m 0s of data)": observed long-window burn, the row's threshold and windows, and the
-    budget left and data coverage read from sloguard's own series (sloguard.alerts.template).
-    """
+def _row_text(ind: Indicator, rule: BurnRule) -> str:
     bw = rule.window
-    long_w, short_w, window = format_duration(bw.long), format_duration(bw.short), format_duration(slo.window)
-    evidence = (f"at least {rule.min_bad} of the {long_w} window's requests are bad (healthy operation at the "
-                f"objective gets there < {FALSE_PER_30D:g} times in 30 days)" if rule.min_bad is not None else
-                f"the {long_w} window's bad requests are significant (z {Z:.3g} against the objective)")
-    left = (_budget_query(slo, ind, "error_budget_remaining_ratio")
+    guard = f" with >= {rule.min_bad} bad" if rule.min_bad is not None else ""
+    return f"{_budget_name(ind)} {format_duration(bw.long)}/{format_duration(bw.short)} > {bw.factor:g}x{guard}"
+
+
+def burn_annotations(slo: SLO, sli: str, severity: str, rows: Sequence[tuple[Indicator, BurnRule]],
+                     runbooks: str = DEFAULT_TEMPLATE) -> Mapping[str, str]:
+    """Return the annotations of one SLI's burn alert of one severity (shared with the rule generator).
+
+    The summary reads e.g. "SLO ux latency budget burning 62x (page); 91.38% of the 1d budget left (2h 0m 0s
+    of data)": the largest long-window burn among the rows that hold, and the least budget left and coverage
+    among the SLI's budgets, read from sloguard's own series (sloguard.alerts.template).
+    """
+    window = format_duration(slo.window)
+    left = (_budget_query(slo, sli, "error_budget_remaining_ratio")
             + "{{ . | first | value | humanizePercentage }}{{ end }}")
-    data = (_budget_query(slo, ind, "window_coverage_ratio", f" * {slo.window:.10g}")
+    data = (_budget_query(slo, sli, "window_coverage_ratio", f" * {slo.window:.10g}")
             + "{{ . | first | value | humanizeDuration }}{{ end }}")
+    objectives = ", ".join(sorted({f"{_budget_name(i)} {i.objective * 100:.10g}%" for i, _ in rows}))
+    evidence = (f"a row's bad requests must be inconsistent with healthy operation at the objective (< "
+                f"{FALSE_PER_30D:g} false firings per row in 30 days)")
     return _m(
-        summary=f'SLO {slo.name} {_budget_name(ind)} budget burning {{{{ $value | printf "%.3g" }}}}x '
-                f"({bw.severity} at {bw.factor:g}x over {long_w} and {short_w}); {left} of the {window} budget "
-                f"left ({data} of data)",
-        description=f"objective {ind.objective * 100:.10g}% over {window}; fires when both windows burn faster "
-                    f"than {bw.factor:g}x and {evidence}",
-        objective=repr(float(ind.objective)), runbook_url=slo.runbook_url, dashboard_url=slo.dashboard_url)
+        title=f'SLO {slo.name} {sli} budget burning {{{{ $value | printf "%.3g" }}}}x',
+        summary=f'SLO {slo.name} {sli} budget burning {{{{ $value | printf "%.3g" }}}}x ({severity}); {left} of the '
+                f"{window} budget left ({data} of data)",
+        description=f"objective {objectives} over {window}; fires while any row holds ("
+                    f"{'; '.join(_row_text(i, r) for i, r in rows)}): both windows burn faster than the factor and "
+                    f"{evidence}",
+        objective=repr(float(rows[0][0].objective)) if len({i.objective for i, _ in rows}) == 1 else "",
+        runbook_url=slo.runbook_url or runbook_url(runbooks, BURN_ALERT), dashboard_url=slo.dashboard_url)
 
 
-def burn_labels(slo: SLO, ind: Indicator, bw: BurnWindow) -> Mapping[str, str]:
-    """Return the labels of one burn-rate alert (shared with the rule generator)."""
-    return _m(severity=bw.severity, slo=slo.name, **ind.labels(), long_window=format_duration(bw.long),
-              short_window=format_duration(bw.short))
+def burn_labels(slo: SLO, sli: str, severity: str) -> Mapping[str, str]:
+    """Return the labels of one SLI's burn alert of one severity (shared with the rule generator)."""
+    return _m(severity=severity, slo=slo.name, sli=sli)
 
 
 def burn_plans(slo: SLO) -> list[tuple[Indicator, BurnRule]]:
@@ -150,23 +168,40 @@ def burn_plans(slo: SLO) -> list[tuple[Indicator, BurnRule]]:
             if rule.alertable]
 
 
+BurnGroup = tuple[str, str, tuple[tuple[Indicator, BurnRule], ...]]  # (sli, severity, rows)
+
+
+def burn_groups(slo: SLO) -> list[BurnGroup]:
+    """Return one (sli, severity, rows) per burn alert: an SLO pages (and tickets) once per SLI, whatever the rows."""
+    groups: dict[tuple[str, str], list[tuple[Indicator, BurnRule]]] = {}
+    for ind, rule in burn_plans(slo):
+        groups.setdefault((ind.sli, rule.window.severity), []).append((ind, rule))
+    return [(sli, sev, tuple(rows)) for (sli, sev), rows in groups.items()]
+
+
+def burn_key(slo: str, sli: str, severity: str) -> str:
+    """Return the rule key of one SLI's burn alert of one severity (unique per alert, so states never mix)."""
+    return f"{BURN_ALERT}:{slo}:{sli}:{severity}"
+
+
 def _selector(family: str, slo: SLO, ind: Indicator, window: float) -> str:
     labels = {"slo": slo.name, **{"metric": "", "percentile": ""}, **ind.labels(), "window": format_duration(window)}
     return f"sloguard_slo_{family}{{{','.join(f'{k}={json.dumps(v)}' for k, v in labels.items())}}}"
 
 
-def burn_rules(slo: SLO) -> tuple[Rule, ...]:
-    """Return one rule per alertable (budget, row): both burns above the factor and the long window's evidence."""
-    out = []
-    for ind, rule in burn_plans(slo):
-        bw = rule.window
-        exprs = (parse_expr(f"{_selector('burn_rate', slo, ind, bw.long)} > {bw.factor!r}"),
-                 parse_expr(f"{_selector('burn_rate', slo, ind, bw.short)} > {bw.factor!r}"),
-                 parse_expr(f"{_selector('burn_evidence_ratio', slo, ind, bw.long)} >= 1"))
-        labels = burn_labels(slo, ind, bw)
-        key = ":".join([BURN_ALERT, slo.name, *ind.labels().values(), labels["long_window"], labels["short_window"]])
-        out.append(Rule(BURN_ALERT, exprs, labels=labels, annotations=burn_annotations(slo, ind, rule), key=key))
-    return tuple(out)
+def _clause(slo: SLO, ind: Indicator, rule: BurnRule) -> tuple[Expr, ...]:
+    bw = rule.window
+    return (parse_expr(f"{_selector('burn_rate', slo, ind, bw.long)} > {bw.factor!r}"),
+            parse_expr(f"{_selector('burn_rate', slo, ind, bw.short)} > {bw.factor!r}"),
+            parse_expr(f"{_selector('burn_evidence_ratio', slo, ind, bw.long)} >= 1"))
+
+
+def burn_rules(slo: SLO, runbooks: str = DEFAULT_TEMPLATE) -> tuple[Rule, ...]:
+    """Return one rule per SLI and severity: any of its rows with both burns above the factor and evidence."""
+    return tuple(Rule(BURN_ALERT, (), labels=burn_labels(slo, sli, sev),
+                      annotations=burn_annotations(slo, sli, sev, rows, runbooks), key=burn_key(slo.name, sli, sev),
+                      any_of=tuple(_clause(slo, ind, rule) for ind, rule in rows))
+                 for sli, sev, rows in burn_groups(slo))
 
 
 def probe_intervals(cfg: Config) -> dict[str, float]:
@@ -187,8 +222,8 @@ def rules_from_config(cfg: Config) -> tuple[Rule, ...]:
     """Return every rule of a config: threshold, built-in (if enabled), guardrail and burn-rate rules."""
     rules = [threshold_rule(a) for a in cfg.alerts]
     if cfg.builtin_alerts:
-        rules.extend(builtin_rules(probe_intervals(cfg)))
+        rules.extend(builtin_rules(probe_intervals(cfg), cfg.runbook_url_template))
     rules.extend(guard_rules(cfg))
     for slo in slos_from_config(cfg):
-        rules.extend(burn_rules(slo))
+        rules.extend(burn_rules(slo, cfg.runbook_url_template))
     return tuple(rules)

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
 
 from sloguard.alerts import engine
 from sloguard.alerts.annotate import Extra, annotate_all
@@ -23,24 +23,42 @@ from sloguard.alerts.routing import Group, Notification, matches, route
 from sloguard.alerts.rules import UNDELIVERED_METRIC, rules_from_config
 from sloguard.alerts.state import AlertState, alert_to_dict
 from sloguard.clock import Clock
-from sloguard.config.spec import AlertmanagerNotifierSpec, Config, NotifierSpec
+from sloguard.config.notifiers import AlertmanagerNotifierSpec, NotifierSpec
+from sloguard.config.spec import Config
+from sloguard.families import declare
 from sloguard.log import register_secret
 from sloguard.model import Sample
 
 log = logging.getLogger("sloguard.alerts")
 POLL_INTERVAL = 0.5  # seconds between outbox scans when nothing wakes the sender earlier
-OUTCOMES = ("sent", "retried", "failed", "expired", "duplicate_possible", "superseded")
+OUTCOMES = ("sent", "retried", "failed", "expired", "duplicate_possible", "superseded", "standby")
+ALERTS = declare("sloguard_alerts", "gauge", "Active alerts of sloguard's own rule engine, by state.",
+                 ("alertname", "alertstate"))
+NOTIFICATIONS = declare("sloguard_notifications", "counter", "Notification delivery attempts by outcome (since "
+                        "process start).", ("notifier", "outcome"))
+PENDING = declare("sloguard_outbox_pending", "gauge", "Notifications waiting in the durable outbox.", ("notifier",))
+UNDELIVERED = declare(UNDELIVERED_METRIC, "gauge", "Notifications that failed permanently or expired in the last hour.",
+                      ("notifier", "outcome"))
 
 
 class StoreLike(Protocol):
     conn: Any
 
 
+class LeaderLike(Protocol):
+    handover: float
+
+    def is_leader(self) -> bool:
+        """Return whether this replica delivers notifications now."""
+        ...
+
+
 class Alerting:
     """Rule engine + routing + durable outbox + notifiers; state survives restarts (SQLite)."""
 
     def __init__(self, cfg: Config, store: StoreLike, clock: Clock, secrets: Mapping[str, str],
-                 rng: random.Random | None = None, startup_grace: float = 0.0) -> None:
+                 rng: random.Random | None = None, startup_grace: float = 0.0,
+                 leader: LeaderLike | None = None) -> None:
         """Load persisted alerts and groups, build rules and notifiers.
 
         `startup_grace` (seconds from construction): while it lasts, alerts restored from the store
@@ -51,6 +69,7 @@ class Alerting:
         The daemon passes max(2 × the longest source/probe interval, 3 × evaluation_interval).
         """
         self.clock = clock
+        self.leader = leader  # HA (sloguard.fleet.leader): only the leader delivers; None = always deliver
         self.lock: threading.RLock = getattr(store, "lock", None) or threading.RLock()
         self.conn = store.conn
         with self.lock:
@@ -78,10 +97,11 @@ class Alerting:
         return [Sample(UNDELIVERED_METRIC, {"notifier": n, "outcome": o}, float(c))
                 for (n, o), c in self.outbox.undelivered(now).items()]
 
-    def evaluate(self, samples: Sequence[Sample], now: float, extra: Extra | None = None) -> None:
+    def evaluate(self, samples: Sequence[Sample], now: float, extra: Extra | None = None) -> list[engine.Transition]:
         """Step every rule at `now`, route, and commit new state and notifications in one transaction.
 
-        `extra(labels)`: annotations to merge into each alert (the diagnosis verdict of an SLO alert).
+        `extra(labels)`: annotations to merge into each alert (the incident model's view of an SLO alert's SLO).
+        Return the firing/resolved transitions (each logged once; an unchanged alert logs nothing).
         """
         with self.lock:
             hold = self._restored if now < self._grace_until else frozenset()
@@ -98,6 +118,7 @@ class Alerting:
             log.info("alert %s", ev.kind, extra={"alertname": ev.alert.name, "labels": dict(ev.alert.labels)})
         if notes and self._loop is not None:
             self._loop.call_soon_threadsafe(self._wake.set)
+        return events
 
     def post(self, alert: Alert, now: float) -> list[str]:
         """Queue a one-off message (a release report) for every notifier whose `match` takes its labels.
@@ -138,6 +159,9 @@ class Alerting:
 
     async def _deliver_notifier(self, notifier: Notifier, spec: NotifierSpec, now: float) -> None:
         """Deliver due items group by group; after a round with an ack, go on at once with the next ones."""
+        if self.leader is not None and not self.leader.is_leader():
+            self.outbox.stand_by(spec.name, now, self.leader.handover)  # another replica sends
+            return
         self.outbox.expire_old(spec.name, now, spec.max_delivery_age)
         progress = True
         while progress:
@@ -172,16 +196,10 @@ class Alerting:
 
     def families(self, now: float) -> list[Metric]:
         """Return sloguard_alerts, sloguard_notifications_total, sloguard_outbox_pending, ..._undelivered."""
-        alerts = GaugeMetricFamily("sloguard_alerts", "Active alerts of sloguard's own rule engine, by state.",
-                                   labels=["alertname", "alertstate"])
+        alerts = ALERTS.gauge()
         for (name, st), c in sorted(Counter((a.name, a.state) for a in self.active.values()).items()):
             alerts.add_metric([name, st], c)
-        total = CounterMetricFamily("sloguard_notifications", "Notification delivery attempts by outcome "
-                                    "(since process start).", labels=["notifier", "outcome"])
-        pending = GaugeMetricFamily("sloguard_outbox_pending", "Notifications waiting in the durable outbox.",
-                                    labels=["notifier"])
-        undelivered = GaugeMetricFamily(UNDELIVERED_METRIC, "Notifications that failed permanently or expired "
-                                        "in the last hour.", labels=["notifier", "outcome"])
+        total, pending, undelivered = NOTIFICATIONS.counter(), PENDING.gauge(), UNDELIVERED.gauge()
         waiting = self.outbox.pending()
         for name in sorted(self.specs):
             for outcome in OUTCOMES:

@@ -2,8 +2,9 @@
 
 Supported: `{{ $labels.x }}`, `{{ $value }}`, `{{ $value | printf "%.2f" }}`, and one query form that reads
 another series: `{{ with query "sloguard_x{slo='a',sli='b'}[ * N]" }}{{ . | first | value | F }}{{ end }}`
-with F one of `humanizePercentage`, `humanizeDuration` or `printf "%.3g"`. In Prometheus that is a PromQL
-query; here it looks the selector up in the evaluated samples (first match; nothing when none). The humanize
+(the selector may be wrapped in `min(...)`: the least of the matching series) with F one of
+`humanizePercentage`, `humanizeDuration` or `printf "%.3g"`. In Prometheus that is a PromQL query; here it looks
+the selector up in the evaluated samples (first match, or the least; nothing when none). The humanize
 functions follow Prometheus' (Go's %.4g; d/h/m/s).
 """
 
@@ -13,9 +14,9 @@ import math
 import re
 from collections.abc import Callable, Mapping
 
-from sloguard.alerts.expr import ExprError, Matcher, parse_selector
+from sloguard.config.expr import ExprError, Matcher, parse_selector
 
-Lookup = Callable[[str, tuple[Matcher, ...]], float | None]
+Lookup = Callable[[str, tuple[Matcher, ...]], list[float]]  # every matching series' value, in series order
 _PRINTF = r'(?:\s*\|\s*printf\s+"(%[-+ #0]*\d*(?:\.\d+)?[fgeGE])")?'
 _TEMPLATE = re.compile(r"\{\{\s*\$(?:labels\.([a-zA-Z_][a-zA-Z0-9_]*)|value" + _PRINTF + r")\s*\}\}")
 _QUERY = re.compile(
@@ -23,6 +24,7 @@ _QUERY = re.compile(
     r'\{\{\s*\.\s*\|\s*first\s*\|\s*value\s*\|\s*(humanizePercentage|humanizeDuration|printf\s+"(%[^"]*)")\s*\}\}'
     r"\{\{\s*end\s*\}\}")
 _SCALED = re.compile(r"^(.*?)\s*\*\s*([-+]?[0-9.]+(?:[eE][-+]?\d+)?)\s*$")
+_MIN = re.compile(r"^\s*min\s*\((.*)\)\s*$")
 
 
 def humanize_percentage(v: float) -> str:
@@ -60,14 +62,16 @@ def _query(m: re.Match[str], lookup: Lookup | None) -> str:
     text = m.group(1)
     scaled = _SCALED.match(text)
     factor = float(scaled.group(2)) if scaled else 1.0
+    selector = scaled.group(1) if scaled else text
+    least = _MIN.match(selector)
     try:
-        metric, matchers = parse_selector(scaled.group(1) if scaled else text)
+        metric, matchers = parse_selector(least.group(1) if least else selector)
     except ExprError:
         return ""
-    value = lookup(metric, matchers)
-    if value is None:
+    values = lookup(metric, matchers)
+    if not values:
         return ""
-    value *= factor
+    value = (min(values) if least else values[0]) * factor
     if m.group(2) == "humanizePercentage":
         return humanize_percentage(value)
     if m.group(2) == "humanizeDuration":

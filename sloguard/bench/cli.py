@@ -8,6 +8,7 @@ import dataclasses
 import json
 import logging
 import os
+import secrets
 import signal
 import sys
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from sloguard.bench.progress import Progress
 from sloguard.bench.results import ResultsFile
 from sloguard.bench.runner import Runner, Setup
 from sloguard.bench.schema import schema
+from sloguard.bench.serverview import cache_warnings
 from sloguard.bench.watch import ServerWatch
 from sloguard.bench.workload import WorkloadSpec, with_max_tokens
 from sloguard.config.load import ConfigError, load_config
@@ -31,6 +33,7 @@ from sloguard.config.spec import Config, TargetSpec
 from sloguard.config.units import parse_duration
 from sloguard.probes.job import ProbeJob, jobs_from_config
 from sloguard.slo.model import SLO, slos_from_config
+from sloguard.urls import api_root
 
 
 class UsageError(Exception):
@@ -110,7 +113,8 @@ def prepare(args: argparse.Namespace) -> Prepared:
         behaviours = options.parse_behaviours(args.behaviours) if args.behaviours else (("normal", 1.0),)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    workload = WorkloadSpec(job, args.seed, rows, behaviours)
+    salt = "" if args.same_prompts else f"{secrets.randbits(32):08x}"
+    workload = WorkloadSpec(job, args.seed, rows, behaviours, salt=salt)
     return Prepared(args, target, api_key, slos, criteria, workload, source, digest, plan, labels)
 
 
@@ -134,7 +138,7 @@ def _job(cfg: Config, target: TargetSpec, api_key: str | None, args: argparse.Na
         job, source = dataclasses.replace(jobs[0], api_key=api_key), f"probe:{probes[0].name}"
     else:
         buckets = tuple(sorted(cfg.probe_settings.prompt_buckets.items(), key=lambda kv: kv[1]))
-        job = ProbeJob(name="bench", target=target.name, api="chat", url=(target.api_url or "").rstrip("/"),
+        job = ProbeJob(name="bench", target=target.name, api="chat", url=api_root(target.api_url or ""),
                        model=target.model or "", prompt_buckets=buckets, api_key=api_key)
         source = "default"
     try:
@@ -208,6 +212,8 @@ async def _run(runner: Runner, results: ResultsFile) -> int:
     status = "interrupted" if runner.interrupted else "complete"
     results.append([*tail, {"type": "end", "status": status, "stages": len(runner.stages), "exit_code": code}])
     print(table.table(runner.stages))
+    for line in cache_warnings(runner.stages):
+        print(line, file=sys.stderr)
     if runner.search_row is not None:
         print(table.verdict(runner.search_row))
     return code

@@ -37,10 +37,14 @@ def machine() -> dict[str, Any]:
             "python": sys.version.split()[0], "loadavg": [round(x, 2) for x in load]}
 
 
+PER_RUN = ("salt",)  # drawn per run so an engine's prompt cache cannot serve a rerun: not what makes runs comparable
+
+
 def workload_json(workload: WorkloadSpec, source: str, dataset_sha256: str | None) -> dict[str, Any]:
     """Return what defines the requests sent (never the API key)."""
     job = workload.job
-    out: dict[str, Any] = {"source": source, "seed": workload.seed, "api": job.api, "max_tokens": job.max_tokens,
+    out: dict[str, Any] = {"source": source, "seed": workload.seed, "salt": workload.salt, "api": job.api,
+                           "max_tokens": job.max_tokens,
                            "ignore_eos": job.ignore_eos, "timeout_s": job.timeout,
                            "behaviours": [list(b) for b in workload.behaviours]}
     if workload.rows:
@@ -66,8 +70,10 @@ def load_json(plan: RunPlan) -> dict[str, Any]:
 
 
 def digest(workload: Mapping[str, Any], load: Mapping[str, Any]) -> str:
-    """Return the workload identity: SHA-256 of the canonical workload + load JSON (model and engine excluded)."""
-    text = json.dumps({"workload": workload, "load": load}, sort_keys=True, separators=(",", ":"))
+    """Return the workload identity: SHA-256 of the canonical workload + load JSON (model, engine and the per-run
+    prompt salt excluded: salted runs send the same sizes and mix, only their nonces differ)."""
+    same = {k: v for k, v in workload.items() if k not in PER_RUN}
+    text = json.dumps({"workload": same, "load": load}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sloguard.bench.record import RequestRecord
+from sloguard.censoring import METRICS
 from sloguard.config.units import format_duration
 from sloguard.slo.model import SLO, Goodput, is_good
-from sloguard.windows.probe import METRICS
 
 Z = 1.645  # one-sided 95%
 MAX_RHO = 0.8  # beyond it the dependence is a trend (a queue growing through the stage), not noise

@@ -69,7 +69,10 @@ def parser() -> argparse.ArgumentParser:
     wl.add_argument("--dataset", help="local JSONL (or JSON array): {\"prompt\", \"max_tokens\"} rows, ShareGPT "
                     "conversations or chat messages; never downloaded")
     wl.add_argument("--dataset-limit", type=int, default=100_000, help="rows read at most (default 100000)")
-    wl.add_argument("--seed", type=int, default=0, help="seed of the workload and arrivals (same seed, same requests)")
+    wl.add_argument("--seed", type=int, default=0, help="seed of the workload and arrivals (same seed, same sizes "
+                    "and arrivals; prompts are salted per run so an engine's prompt cache cannot serve a rerun)")
+    wl.add_argument("--same-prompts", action="store_true", help="send exactly the same prompts as another run of "
+                    "this seed (no per-run salt): a rerun may then be served from the engine's prompt cache")
     wl.add_argument("--timeout", help="per request, connect to last byte (default: the probe's timeout)")
     wl.add_argument("--behaviours", help="request behaviours as NAME:WEIGHT pairs (default normal:1), e.g. "
                     "normal:90,disconnect@8:5,oversized:3,slow_reader@10:2 (hang up after 8 tokens, a prompt over "

@@ -15,6 +15,7 @@ from typing import Any
 
 import aiohttp
 
+from sloguard import answer, untrusted
 from sloguard.bench.behaviour import BEHAVIOURS
 from sloguard.bench.workload import IGNORE_EOS, SETTLE_S, WorkloadSpec
 from sloguard.config.spec import TargetSpec
@@ -22,6 +23,8 @@ from sloguard.model import ProbeResult, ServerView
 from sloguard.probes.stream import make_session
 from sloguard.sources.base import SourceError
 from sloguard.sources.scrape import ScrapeSource
+from sloguard.untrusted import Invalid
+from sloguard.urls import api_root
 
 # engine -> (path of its version endpoint, JSON key holding the version)
 ENGINE_VERSION: dict[str, tuple[str, str]] = {
@@ -51,9 +54,14 @@ class TargetInfo:
 
 
 async def _get_json(session: aiohttp.ClientSession, url: str, headers: dict[str, str]) -> Any:
+    """Return the JSON answer of `url` within the answer limits (sloguard.answer), else None."""
     try:
-        async with asyncio.timeout(LOOKUP_TIMEOUT_S), session.get(url, headers=headers, allow_redirects=False) as resp:
-            return await resp.json(content_type=None) if resp.status == 200 else None
+        async with asyncio.timeout(LOOKUP_TIMEOUT_S), session.get(url, headers={**answer.HEADERS, **headers},
+                                                                  allow_redirects=False) as resp:
+            return await answer.read_json(resp, what=url.rsplit("/", 1)[-1]) if resp.status == 200 else None
+    except Invalid as exc:
+        untrusted.reject("bench", exc.reason, str(exc))
+        return None
     except (aiohttp.ClientError, TimeoutError, ValueError):
         return None
 
@@ -76,18 +84,19 @@ async def lookup(target: TargetSpec, api: str, model: str, api_key: str | None) 
     """Return (engine, engine version or None, model) without sending any generation request."""
     engine = await _engine(target, api_key)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    base = (target.api_url or "").rstrip("/")
+    base = api_root(target.api_url or "")
     version = None
-    async with aiohttp.ClientSession() as session:
+    async with answer.session(LOOKUP_TIMEOUT_S) as session:
         if engine in ENGINE_VERSION:
             path, key = ENGINE_VERSION[engine]
             doc = await _get_json(session, base + path, headers)
-            version = str(doc[key]) if isinstance(doc, dict) and doc.get(key) is not None else None
+            value = doc.get(key) if isinstance(doc, dict) else None
+            version = untrusted.text(str(value)) if isinstance(value, str | int | float) else None
         if not model and api in OPENAI_APIS:
-            doc = await _get_json(session, base.removesuffix("/v1") + "/v1/models", headers)
+            doc = await _get_json(session, base + "/v1/models", headers)
             rows = doc.get("data") if isinstance(doc, dict) else None
-            if isinstance(rows, list) and rows and isinstance(rows[0], dict):
-                model = str(rows[0].get("id", ""))
+            first = rows[0].get("id") if isinstance(rows, list) and rows and isinstance(rows[0], dict) else None
+            model = untrusted.text(first) if isinstance(first, str) else ""
     return engine, version, model
 
 

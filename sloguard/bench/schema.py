@@ -4,7 +4,7 @@ Order: one `header`; per stage, its `request` rows then its `stage` summary (war
 written: they are counted in the summary); after a search, one `search`; last, one `end` (absent when the
 run crashed: the file then ends after the last complete stage, which is written atomically). Times are in
 seconds; latencies None/null where undefined. Reports compare two files whose headers' `workload_digest`
-match (README "Load tests" lists the fields it covers). A new field is a minor change within a version; a
+match (docs/load-tests.md lists the fields it covers). A new field is a minor change within a version; a
 renamed, removed or re-defined one bumps SCHEMA_VERSION.
 """
 

@@ -4,7 +4,7 @@
 decides the direction. Once the bracket is narrow enough, an end of it that is still uncertain is
 measured again (attempt 1, 2, ...: the caller pools the samples of one load) up to `confirm` times; if it
 flips, bisection resumes. Confidence is thus spent where it decides the answer, not on loads far from
-it. Definitions (README "Load tests"):
+it. Definitions (docs/load-tests.md):
 - **max load** = the highest measured load at which the SLO held with every lower measured load also
   holding; **first break** = the lowest measured load at which it broke (a hopeless stage, > 50% errors,
   breaks: nothing higher is tried);

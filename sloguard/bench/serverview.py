@@ -2,7 +2,7 @@
 
 Histogram signals (queue, prefill, decode, TTFT, ITL, E2E, ...) are read over the stage as the delta
 between the last scrape before the measured window and the last scrape after it: p50/p95/p99 with
-Prometheus `histogram_quantile` maths (bucket resolution, sloguard.windows.histo), count and mean. Gauges
+Prometheus `histogram_quantile` maths (bucket resolution, sloguard.histogram), count and mean. Gauges
 (running, waiting, KV-cache usage) are averaged and maximised over the scrapes inside the window;
 counters (preemptions, tokens, finished requests) as their increase. Every model of the target is
 summed; the engine's own view includes traffic that is not the bench's (say so when comparing).
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sloguard import histogram
 from sloguard.model import Histogram, ModelView, ServerView
-from sloguard.windows import histo
 
 QS = (0.5, 0.95, 0.99)
 GPU_GAUGES = ("sloguard_gpu_utilization_ratio", "sloguard_gpu_sm_active_ratio", "sloguard_gpu_memory_used_bytes",
@@ -26,7 +26,7 @@ GpuSample = tuple[float, Mapping[tuple[str, str], float]]  # (ts, {(family, uuid
 def _hist_summary(h: Histogram) -> dict[str, float | None]:
     out: dict[str, float | None] = {"count": h.count, "mean": h.sum / h.count if h.count else None}
     for q in QS:
-        out[f"p{round(q * 100)}"] = histo.quantile(q, h) if h.count else None
+        out[f"p{round(q * 100)}"] = histogram.quantile(q, h) if h.count else None
     return out
 
 
@@ -36,7 +36,7 @@ def _models(view: ServerView) -> Sequence[ModelView]:
 
 def _histograms(view: ServerView) -> dict[str, Histogram]:
     names = {n for m in _models(view) for n in m.histograms}
-    merged = {n: histo.merge(m.histograms[n] for m in _models(view) if n in m.histograms) for n in names}
+    merged = {n: histogram.merge(m.histograms[n] for m in _models(view) if n in m.histograms) for n in names}
     return {n: h for n, h in merged.items() if h is not None}
 
 
@@ -57,7 +57,7 @@ def summarise_server(views: Sequence[ServerView], start: float) -> dict[str, Any
     first = before[-1] if before else inside[0]
     last = inside[-1]
     h0, h1 = _histograms(first), _histograms(last)
-    histograms = {n: _hist_summary(histo.delta(h0[n], h1[n]) if n in h0 else h1[n]) for n in sorted(h1)}
+    histograms = {n: _hist_summary(histogram.delta(h0[n], h1[n]) if n in h0 else h1[n]) for n in sorted(h1)}
     c0, c1 = _sum(first, "counters"), _sum(last, "counters")
     counters = {n: c1[n] - c0.get(n, 0.0) if c1[n] >= c0.get(n, 0.0) else c1[n] for n in sorted(c1)}
     per_scrape = [_sum(v, "gauges") for v in inside]
@@ -80,3 +80,35 @@ def summarise_gpu(samples: Sequence[GpuSample], start: float, end: float) -> dic
             series.setdefault(uuid, {}).setdefault(family.removeprefix("sloguard_gpu_"), []).append(v)
     return {uuid: {name: {"mean": sum(vs) / len(vs), "max": max(vs)} for name, vs in sorted(fams.items())}
             for uuid, fams in sorted(series.items())}
+
+
+CACHE_SERVED = 0.5  # a stage whose prompts came from the engine's cache at least this much measured the cache
+
+
+def cache_share(server: Mapping[str, Any] | None) -> float | None:
+    """Return the share of a stage's prompt tokens the engine served from its prompt cache (None: not reported).
+
+    vLLM and SGLang count prefix-cache hits and queries in tokens; llama.cpp counts cached prompt tokens apart from
+    processed ones (`prompt_tokens_cached_total`, the `cache_n` of its timings); vLLM 0.32 also splits prompt tokens
+    by source (`prompt_tokens_by_source`): all give hits ÷ all prompt tokens.
+    """
+    counters = (server or {}).get("counters", {})
+    hits, queries = counters.get("prefix_cache_hits"), counters.get("prefix_cache_queries")
+    if hits is None or not queries:
+        computed, total = counters.get("prompt_tokens_computed"), counters.get("prompt_tokens")
+        if computed is None or not total:
+            return None
+        return max(0.0, 1.0 - float(computed) / float(total))
+    return float(hits) / float(queries)
+
+
+def cache_warnings(stages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Return one warning per stage that the engine's prompt cache served (rows: the runner's stage rows)."""
+    out = []
+    for row in stages:
+        share = cache_share(row.get("server"))
+        if share is not None and share >= CACHE_SERVED:
+            out.append(f"sloguard bench: warning: stage {row.get('stage', '?')}: {share:.0%} of its prompt tokens "
+                       "came from the engine's prompt cache: it measured the cache, not prefill (a rerun with "
+                       "--same-prompts, or repeated dataset rows); rerun without --same-prompts")
+    return out

@@ -1,6 +1,6 @@
 """Per-stage summary maths over measured requests (pure): throughput, latency quantiles, goodput, lag.
 
-Definitions (README "Load tests"):
+Definitions (docs/load-tests.md):
 - measured requests: those scheduled after the stage's warm-up; warm-up requests are sent (the server is
   loaded the same) but excluded from every figure, and counted in `warmup_requests`;
 - rates: a timed stage counts the requests that completed inside its measured window (warm-up end →
@@ -31,11 +31,11 @@ from typing import Any
 
 import numpy as np
 
+from sloguard import histogram
 from sloguard.bench.record import RequestRecord
 from sloguard.model import Histogram
 from sloguard.probes.timing import ITL_BUCKETS
 from sloguard.slo.model import SLO, is_good
-from sloguard.windows import histo
 
 QUANTILES = (50, 95, 99)
 NORMAL = "normal"
@@ -91,7 +91,7 @@ def _itl(ok: Sequence[RequestRecord]) -> tuple[dict[str, float | int | None], st
     bounds = (*ITL_BUCKETS, math.inf)[:len(counts)]
     cumulative = tuple(zip(bounds, itertools.accumulate(float(c) for c in counts), strict=True))
     h = Histogram(cumulative, float(sum(counts)), sum(r.itl_sum_s for r in counted))
-    by_q = {f"p{q}": histo.quantile(q / 100, h) for q in QUANTILES}
+    by_q = {f"p{q}": histogram.quantile(q / 100, h) for q in QUANTILES}
     return {"n": int(h.count), "mean": h.sum / h.count if h.count else None, **by_q}, "buckets"
 
 

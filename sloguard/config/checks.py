@@ -7,8 +7,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sloguard.catalog import series as exported
+from sloguard.config.expr import parse_expr
+from sloguard.config.fleetchecks import check_fleet
 from sloguard.config.guardchecks import check_guard_probes
-from sloguard.config.spec import Config
+from sloguard.config.labels import known_values, unknown_names, unknown_values
+from sloguard.config.spec import Config, ServiceSpec
 from sloguard.config.units import format_duration
 
 Check = Callable[[Config], Iterable[str]]
@@ -41,7 +45,8 @@ def _duplicates(items: Iterable[Any], path: str) -> Iterable[str]:
 def check_unique_names(cfg: Config) -> Iterable[str]:
     """Names are identifiers in labels and rule names, so they must be unique per list."""
     for path in ("targets", "probes", "slos", "alerts", "notifiers"):
-        yield from _duplicates(getattr(cfg, path), path)
+        # services follow the declared targets in cfg.targets; check_fleet checks their names
+        yield from _duplicates([x for x in getattr(cfg, path) if not isinstance(x, ServiceSpec)], path)
     yield from _duplicates(cfg.host.processes, "host.processes")
 
 
@@ -72,7 +77,7 @@ def check_timeouts(cfg: Config) -> Iterable[str]:
     for i, p in valid(cfg.probes):
         if p.timeout >= p.interval:
             yield f"probes[{i}].timeout: must be < interval ({p.timeout:g}s >= {p.interval:g}s)"
-    for i, t in valid(cfg.targets):
+    for i, t in valid(_declared(cfg)):
         if t.scrape_timeout >= t.scrape_interval:
             yield (f"targets[{i}].scrape_timeout: must be < scrape_interval "
                    f"({t.scrape_timeout:g}s >= {t.scrape_interval:g}s)")
@@ -154,19 +159,22 @@ def check_processes(cfg: Config) -> Iterable[str]:
 
 def check_alert_exprs(cfg: Config) -> Iterable[str]:
     """Alert expressions must be in the supported PromQL subset, so they also work verbatim in Prometheus,
-    and may only select label values sloguard exports (a typo would make an alert that can never fire)."""
-    from sloguard.alerts.rules import parse_expr
-    from sloguard.config.labels import known_values, unknown_values
-
+    and may only select names, label names and label values sloguard exports (a typo would make an alert that
+    can never fire)."""
     known: dict[str, set[str]] | None = None
+    series: dict[str, tuple[str, ...]] | None = None
     for i, a in valid(cfg.alerts):
         try:
             expr = parse_expr(a.expr)
         except ValueError as exc:
             yield f"alerts[{i}].expr: {exc}"
             continue
+        if series is None:
+            series = exported()
+        names = list(unknown_names(expr.metric, expr.matchers, series))
         known = known or known_values(cfg)
-        yield from (f"alerts[{i}].expr: {line}" for line in unknown_values(expr.metric, expr.matchers, known))
+        found = names or unknown_values(expr.metric, expr.matchers, known)
+        yield from (f"alerts[{i}].expr: {line}" for line in found)
 
 
 def check_server_records(cfg: Config) -> Iterable[str]:
@@ -175,15 +183,22 @@ def check_server_records(cfg: Config) -> Iterable[str]:
         return
     for i, t in valid(cfg.targets):
         if t.server_records == "otlp":
-            yield f"targets[{i}].server_records: 'otlp' needs traces.receiver.listen (where the engine sends spans)"
+            path = f"services[{i - len(_declared(cfg))}]" if isinstance(t, ServiceSpec) else f"targets[{i}]"
+            yield f"{path}.server_records: 'otlp' needs traces.receiver.listen (where the engine sends spans)"
+
+
+def _declared(cfg: Config) -> list[Any]:
+    """Return the `targets:` entries as written (cfg.targets also holds the services, after them)."""
+    return [t for t in cfg.targets if not isinstance(t, ServiceSpec)]
+
 
 
 CHECKS: tuple[Check, ...] = (
     check_unique_names, check_references, check_timeouts, check_slos, check_percentiles, check_retention,
     check_notifiers, check_processes, check_alert_exprs, check_server_records,
 )
-# Guardrail probes (sloguard.config.guardchecks), kept apart from the table above.
-CHECKS = (*CHECKS, check_guard_probes)
+# Guardrail probes (sloguard.config.guardchecks) and the fleet keys (fleetchecks), kept apart from the table above.
+CHECKS = (*CHECKS, check_guard_probes, check_fleet)
 
 
 def cross_check(cfg: Config) -> list[str]:

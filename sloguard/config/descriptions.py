@@ -32,11 +32,51 @@ DESCRIPTIONS: Mapping[str, Mapping[str, str]] = {
         "host": "psutil metrics of the serving processes on this host",
         "traces": "per-request server records (OTLP receiver for engine spans) and probe CLIENT span export",
         "diagnose": "the bottleneck verdict per SLO after each evaluation: where the time goes (stage) and why "
-                    "(cause), README 'Diagnosis'",
+                    "(cause), docs/diagnosis.md",
         "builtin_alerts": "add sloguard's own alerts (source down, target down, stale probes, SLO burn rates, "
                           "GPU collection failing)",
+        "runbook_url_template": "address of each built-in alert's runbook, its `runbook_url` annotation: "
+                                "{alertname} is replaced by the alert's name (default: the pages in the repository, "
+                                "docs/runbooks/<AlertName>.md; your docs site: https://docs.example.com/sloguard/"
+                                "runbooks/{alertname}/); an SLO's own runbook_url wins for its burn alerts; \"\" "
+                                "leaves the annotation out",
         "reports": "release identities recorded with every probe result, and an automatic before/after "
                    "regression report after each release change",
+        "discovery": "where replicas come from at run time: Prometheus file_sd, http_sd or Kubernetes pods / "
+                     "EndpointSlices (docs/kubernetes.md)",
+        "services": "targets served by several replicas: probes hit the service's api_url, every replica's "
+                    "/metrics is scraped (series keep a `replica` label), server SLOs add the replicas up",
+        "ha": "running two or more sloguard replicas without double pages: Alertmanager deduplication, or a "
+              "leader elected through a Kubernetes Lease or a lock file",
+    },
+    "DiscoverySpec": {
+        "name": _NAME + "; the `config` label of sloguard_sd_* and what services[].discovery names",
+        "file_sd": "read Prometheus file_sd target groups from files",
+        "http_sd": "fetch Prometheus http_sd target groups from a URL",
+        "kubernetes": "watch pods or EndpointSlices through the Kubernetes API (list, then watch)",
+        "scheme": "scheme of each discovered target's /metrics URL (http or https)",
+        "metrics_path": "path of each discovered target's /metrics URL (a __metrics_path__ label overrides it)",
+    },
+    "HTTPSDSpec": {
+        "refresh_interval": f"how often the full list is fetched ({_DUR}); on failure the last good list is kept",
+        "timeout": f"deadline of one fetch ({_DUR})",
+        "token_env": "environment variable holding the Bearer token",
+        "max_body_bytes": "largest answer read; a larger one fails the refresh",
+    },
+    "KubernetesSDSpec": {
+        "role": "pod: the pods themselves; endpointslice: the endpoints of a Service's EndpointSlices",
+    },
+    "HASpec": {
+        "lease_name": "name of the coordination.k8s.io/v1 Lease (mode lease)",
+        "kubeconfig": "a kubeconfig file for the Lease (default: in-cluster service account)",
+    },
+    "ReplicaSpec": {
+        "name": "the `replica` label value of this replica's series",
+        "metrics_url": "this replica's own /metrics URL",
+    },
+    "ServiceSpec": {
+        "replicas": "static replicas (name and metrics_url each)",
+        "max_replicas": "most replicas one service takes; more discovered ones are dropped and counted",
     },
     "LogSpec": {
         "format": "logfmt (key=value) or json, one line per event; secrets are redacted",

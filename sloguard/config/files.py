@@ -13,6 +13,9 @@ from typing import Any
 import yaml
 
 MAX_BYTES = 16 * 1024 * 1024
+MAX_ALIASES = 1000  # YAML aliases (`*name`) in one document
+MAX_ALIAS_NODES = 100_000  # nodes the aliases may add when expanded (a large config has ~20,000 in all)
+SHOWN_CHARS = 40  # of a value quoted in an error message
 _BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"), (codecs.BOM_UTF16_LE, "UTF-16"),
          (codecs.BOM_UTF16_BE, "UTF-16"))
 
@@ -59,14 +62,80 @@ def decode(path: str | Path, data: bytes, quote_bytes: bool = True) -> str:
         raise FileError(path, f"not UTF-8 text ({byte}at offset {exc.start}); is it a binary file?") from None
 
 
+class _TooBig(yaml.YAMLError):
+    """The document's aliases would expand it beyond the limits."""
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that counts aliases and composed nodes while composing (before anything is constructed)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.aliases = self.nodes = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_ALIASES:
+                raise _TooBig(f"more than {MAX_ALIASES} aliases")
+        else:
+            self.nodes += 1
+        return super().compose_node(parent, index)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def _check_expansion(root: yaml.Node, limit: int) -> None:
+    """Raise _TooBig when the document with every alias expanded has more than `limit` nodes, or an alias
+    refers to a node that contains it; linear in the composed nodes (each shared node sized once)."""
+    size: dict[int, int] = {}
+    path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            path.discard(key)
+            size[key] = 1 + sum(size[id(c)] for c in _children(node))
+            if size[key] > limit:
+                raise _TooBig(f"its aliases would add more than {MAX_ALIAS_NODES} nodes (an alias bomb?)")
+            continue
+        if key in size:
+            continue
+        if key in path:
+            raise _TooBig("an alias refers to a node that contains it")
+        path.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in _children(node))
+
+
 def parse_yaml(text: str, path: str | Path) -> Any:
-    """Return the YAML document in `text`; raise FileError `PATH: not valid YAML: line L, column C: problem`."""
+    """Return the YAML document in `text`; raise FileError `PATH: not valid YAML: line L, column C: problem`.
+
+    Aliases are limited before anything is built: at most MAX_ALIASES, adding at most MAX_ALIAS_NODES nodes
+    with every alias expanded (a 533-byte alias bomb expands to 387 million), and none recursive.
+    """
+    loader: _Loader | None = None
     try:
-        return yaml.safe_load(text)
+        loader = _Loader(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_expansion(node, loader.nodes + MAX_ALIAS_NODES)
+        return loader.construct_document(node)
+    except _TooBig as exc:
+        raise FileError(path, f"not valid YAML: {exc}") from None
     except yaml.YAMLError as exc:
         raise FileError(path, f"not valid YAML: {_yaml_problem(exc)}") from None
     except RecursionError:
         raise FileError(path, "not valid YAML: nested too deeply") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
 
 
 def kind_of(data: Any) -> str:
@@ -75,6 +144,17 @@ def kind_of(data: Any) -> str:
         return "an empty file"
     names = {str: "a string", list: "a list", int: "a number", float: "a number", bool: "a boolean"}
     return names.get(type(data), f"a {type(data).__name__}")
+
+
+def shown(value: Any) -> str:
+    """Return a value as an error message quotes it: a bounded repr of a scalar, the kind of anything else."""
+    if isinstance(value, str):
+        return repr(value if len(value) <= SHOWN_CHARS else value[:SHOWN_CHARS] + "…")
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"a number of about {value.bit_length() * 0.30103:.0f} digits"
+    if value is None or isinstance(value, bool | int | float):
+        return repr(value)
+    return kind_of(value)
 
 
 def load_yaml(path: str | Path) -> Any:

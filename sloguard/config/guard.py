@@ -102,7 +102,7 @@ def check_errors(kind: str, api: str, values: dict[str, object]) -> list[str]:
 
 
 # Stage budgets with owners (`slos[].budgets: {queue: {p95: 200ms, owner: inference-team}}`; `queue: 200ms`
-# stays valid). The alert window must be one the SLO windows keep (sloguard.slo.burnrate.STANDARD_WINDOWS).
+# stays valid). The alert window must be one the SLO windows keep (sloguard.config.burnwindows.STANDARD_WINDOWS).
 BUDGET_WINDOWS = (300.0, 1800.0, 3600.0, 7200.0, 21600.0, 86400.0)
 
 

@@ -9,18 +9,20 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from sloguard.config.checks import Invalid, cross_check
-from sloguard.config.files import FileError, kind_of, parse_yaml, read_text
+from sloguard.config.files import FileError, kind_of, parse_yaml, read_text, shown
+from sloguard.config.fleet import DiscoverySpec
+from sloguard.config.notifiers import NotifierSpec
 from sloguard.config.spec import (
     AlertSpec,
     Config,
     HostSpec,
-    NotifierSpec,
     ProbeSpec,
     ProcessSpec,
+    ServiceSpec,
     SLOSpec,
     TargetSpec,
 )
-from sloguard.config.suggest import did_you_mean, number_hint
+from sloguard.config.suggest import did_you_mean, number_hint, ratio_hint
 
 # Discriminator tags pydantic inserts into error locations of tagged unions; they are not config keys.
 _UNION_TAGS = frozenset({"slack", "alertmanager", "webhook", "log", "console"})
@@ -62,8 +64,8 @@ def format_path(loc: Sequence[int | str]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif not _is_noise(part, prev):
-            out += ("." if out else "") + part
+        elif not _is_noise(part, prev):  # a key as written in the file: bounded, controls shown
+            out += ("." if out else "") + (part if part.isidentifier() and len(part) <= 64 else shown(part))
         prev = part
     return out or "(root)"
 
@@ -81,14 +83,16 @@ def _message(err: Any) -> str:
         "string_pattern_mismatch": "does not match the pattern {pattern}",
         "too_short": "must have at least {min_length} item(s)",
     }
+    if (hint := ratio_hint(err)) is not None:
+        return hint
     if kind in simple:
         return simple[kind].format(**ctx)
     if (hint := number_hint(err)) is not None:
         return hint
     if kind == "literal_error":
-        return f"must be one of {ctx.get('expected')}, got {err.get('input')!r}"
+        return f"must be one of {ctx.get('expected')}, got {shown(err.get('input'))}"
     if kind == "union_tag_invalid":
-        return f"unknown type {ctx.get('tag')!r}: expected one of {ctx.get('expected_tags')}"
+        return f"unknown type {shown(ctx.get('tag'))}: expected one of {ctx.get('expected_tags')}"
     if kind == "value_error":
         return str(msg).removeprefix("Value error, ")
     return str(msg)
@@ -107,7 +111,7 @@ def errors_from_validation(exc: ValidationError) -> list[str]:
 
 
 _LISTS: dict[str, Any] = {"targets": TargetSpec, "probes": ProbeSpec, "slos": SLOSpec, "alerts": AlertSpec,
-                          "notifiers": TypeAdapter(NotifierSpec)}
+                          "notifiers": TypeAdapter(NotifierSpec), "services": ServiceSpec, "discovery": DiscoverySpec}
 
 
 def _items(raw: Any, model: Any) -> list[Any]:
@@ -124,6 +128,7 @@ def _items(raw: Any, model: Any) -> list[Any]:
 def partial_config(data: dict[str, Any]) -> Config:
     """Return a Config of the list items that validate (others as Invalid), so cross-checks still run."""
     fields = {key: _items(data.get(key), model) for key, model in _LISTS.items()}
+    fields["targets"] = [*fields["targets"], *(s for s in fields["services"] if isinstance(s, ServiceSpec))]
     host = data.get("host") if isinstance(data.get("host"), dict) else {}
     procs = _items(host.get("processes"), ProcessSpec)  # type: ignore[union-attr]
     construct: Any = Config.model_construct  # the lists hold Invalid stand-ins, which the typed signature forbids

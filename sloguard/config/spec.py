@@ -5,34 +5,19 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from sloguard.config.fleet import DiscoverySpec, HASpec, ServiceReplicas
 from sloguard.config.guard import CheckKind, GuardrailsSpec, StageBudgetSpec, check_defaults, check_errors
+from sloguard.config.notifiers import NotifierSpec
+from sloguard.config.runbooks import DEFAULT_TEMPLATE
+from sloguard.config.strict import Name, PositiveDuration, SecretSource, Strict
+from sloguard.config.traces import TracesSpec
 from sloguard.config.units import Duration
 
-Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}$")]
-PositiveDuration = Annotated[Duration, Field(gt=0)]
 Engine = Literal["auto", "vllm", "sglang", "tgi", "triton", "llamacpp", "trtllm", "openai"]
 LatencyMetric = Literal["ttft", "ttfot", "itl", "tpot", "e2e", "queue", "prefill", "decode"]
 Stage = Literal["connect", "ttft", "queue", "prefill", "decode", "network", "e2e"]
-SECRET_FIELDS = ("token", "api_key", "webhook_url", "password", "url_with_secret")
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SecretSource(Strict):
-    """Mixin: secrets come only from `<field>_file` or `<field>_env`, never inline."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_inline_secrets(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            for key in SECRET_FIELDS:
-                if key in data and f"{key}_file" in cls.model_fields:
-                    raise ValueError(f"inline '{key}' is not allowed: use {key}_file or {key}_env")
-        return data
 
 
 class LogSpec(Strict):
@@ -60,10 +45,16 @@ class TargetSpec(SecretSource):
     max_body_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
     server_records: Literal["otlp", "inband", "none"] = Field(
         default="inband",
-        description="where the server's own per-request record comes from (README 'Exact definitions'): otlp = "
+        description="where the server's own per-request record comes from (docs/definitions.md): otlp = "
                     "engine spans sent to traces.receiver, inband = in the stream (vLLM per-request metrics, "
                     "llama.cpp timings), none = not used")
     # Per-scrape limits, as Prometheus's: a scrape over one is rejected whole (source down, reason = the limit).
+    device: Literal["auto", "cpu", "gpu"] = Field(
+        default="auto",
+        description="where the engine computes: cpu = a CPU build (its process CPU is the model's work, never a "
+                    "serving cause; CPU starvation is read as run-queue wait), gpu = GPU-backed (its process CPU is "
+                    "the HTTP front and scheduling); auto: llama.cpp is cpu unless sloguard sees a GPU for the target, "
+                    "every other engine gpu")
     sample_limit: int = Field(default=50_000, ge=0, description="most samples in one /metrics page; 0 = no limit")
     label_limit: int = Field(default=64, ge=0, description="most labels on one sample; 0 = no limit")
     label_value_length_limit: int = Field(default=1024, ge=0,
@@ -72,7 +63,7 @@ class TargetSpec(SecretSource):
                               description="most sloguard_server_* series this target may produce; 0 = no limit")
     guardrails: GuardrailsSpec = Field(default_factory=GuardrailsSpec,
                                        description="engine guardrail alerts for this target, off unless named "
-                                                   "(README 'Guardrails')")
+                                                   "(docs/guardrails.md)")
     dcgm_url: Annotated[str, AfterValidator(_no_userinfo)] | None = Field(
         default=None, pattern=r"^(https?://|file://).+",
         description="an NVIDIA dcgm-exporter /metrics URL for the GPUs serving this target; its DCGM_FI_* fields "
@@ -87,6 +78,18 @@ class TargetSpec(SecretSource):
         if self.engine == "openai" and self.metrics_url is not None:
             raise ValueError("engine 'openai' is probe-only and has no /metrics format: remove metrics_url or "
                              "name the engine (or auto)")
+        return self
+
+
+class ServiceSpec(ServiceReplicas, TargetSpec):
+    """A target served by replicas: probes hit its api_url (the users' view), each replica's /metrics is scraped."""
+
+    @model_validator(mode="after")
+    def _replicas(self) -> ServiceSpec:
+        if self.metrics_url is not None:
+            raise ValueError("a service has no metrics_url of its own: list its replicas (replicas, discovery)")
+        if not self.replicas and self.discovery is None:
+            raise ValueError("needs replicas, discovery or both")
         return self
 
 
@@ -201,57 +204,6 @@ class AlertSpec(Strict):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
-class NotifierBase(Strict):
-    name: Name
-    match: dict[str, list[str]] = Field(default_factory=dict)
-    group_by: list[str] = Field(default_factory=lambda: ["alertname"])
-    group_wait: Duration = Field(default=30.0, ge=0)
-    group_interval: PositiveDuration = 300.0
-    repeat_interval: PositiveDuration = 4 * 3600.0
-    send_resolved: bool = True
-    max_delivery_age: PositiveDuration = 86400.0
-
-
-class SlackNotifierSpec(NotifierBase, SecretSource):
-    type: Literal["slack"]
-    token_file: str | None = None
-    token_env: str | None = None
-    webhook_url_file: str | None = None
-    webhook_url_env: str | None = None
-    channel: str | None = None
-    api_url: str = Field(default="https://slack.com/api/", pattern=r"^https?://.+")
-    dashboard_url: str | None = None
-
-
-class AlertmanagerNotifierSpec(NotifierBase, SecretSource):
-    type: Literal["alertmanager"]
-    url: str = Field(pattern=r"^https?://.+")
-    password_file: str | None = None
-    password_env: str | None = None
-    username: str | None = None
-    resend_interval: PositiveDuration = 60.0
-    resolved_resend_for: PositiveDuration = 300.0
-
-
-class WebhookNotifierSpec(NotifierBase, SecretSource):
-    type: Literal["webhook"]
-    url: str | None = Field(default=None, pattern=r"^https?://.+")
-    url_with_secret_file: str | None = None
-    url_with_secret_env: str | None = None
-    timeout: PositiveDuration = 10.0
-
-
-class LogNotifierSpec(NotifierBase):
-    type: Literal["log", "console"]
-    group_wait: Duration = Field(default=0.0, ge=0)
-
-
-NotifierSpec = Annotated[
-    SlackNotifierSpec | AlertmanagerNotifierSpec | WebhookNotifierSpec | LogNotifierSpec,
-    Field(discriminator="type"),
-]
-
-
 class CanarySpec(Strict):
     enabled: bool = False
     interval: PositiveDuration = 600.0
@@ -284,29 +236,6 @@ class ProcessSpec(Strict):
 class HostSpec(Strict):
     interval: PositiveDuration = 15.0
     processes: list[ProcessSpec] = Field(default_factory=list)
-
-
-class ReceiverSpec(Strict):
-    listen: str = Field(pattern=r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]*):\d{1,5}$",
-                        description="OTLP/HTTP listen address; engines export to http://HOST:PORT/v1/traces")
-    web_config_file: str | None = Field(default=None, description="exporter-toolkit web config: TLS, basic auth")
-    max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0, description="per request, after decompression")
-
-
-class SpanExportSpec(Strict):
-    endpoint: str = Field(pattern=r"^https?://.+", description="OTLP/HTTP traces URL, e.g. http://collector:4318/v1/traces")
-    sample_ratio: float = Field(default=0.1, ge=0, le=1, description="share of good requests exported; every "
-                                "failed or SLO-missing request is exported")
-    queue_size: int = Field(default=2048, gt=0, description="spans waiting for export; beyond, dropped and counted")
-    forward_engine_spans: bool = False
-    timeout: PositiveDuration = 10.0
-
-
-class TracesSpec(Strict):
-    receiver: ReceiverSpec | None = None
-    hold: PositiveDuration = Field(default=10.0, description="how long a result waits for its engine span")
-    max_pending_spans: int = Field(default=4096, gt=0, description="spans held before their probe result arrives")
-    export: SpanExportSpec | None = None
 
 
 class DiagnoseSpec(Strict):
@@ -348,6 +277,17 @@ class Config(Strict):
     gpu: GPUSpec = Field(default_factory=GPUSpec)
     host: HostSpec = Field(default_factory=HostSpec)
     builtin_alerts: bool = True
+    runbook_url_template: str = Field(default=DEFAULT_TEMPLATE, pattern=r"^(|.*\{alertname\}.*)$")
     traces: TracesSpec = Field(default_factory=TracesSpec)
     diagnose: DiagnoseSpec = Field(default_factory=DiagnoseSpec)
     reports: ReportsSpec = Field(default_factory=ReportsSpec)
+    discovery: list[DiscoverySpec] = Field(default_factory=list)
+    services: list[ServiceSpec] = Field(default_factory=list)
+    ha: HASpec = Field(default_factory=HASpec)
+
+    @model_validator(mode="after")
+    def _services_are_targets(self) -> Config:
+        # Probes, SLOs and every per-target part address a service by name like a target: one list to read.
+        if not self.services or any(isinstance(t, ServiceSpec) for t in self.targets):
+            return self
+        return self.model_copy(update={"targets": [*self.targets, *self.services]})

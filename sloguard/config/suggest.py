@@ -1,4 +1,5 @@
-"""Fix hints for config errors: "did you mean" for a mistyped key, the number for `percentile: p95`."""
+"""Fix hints for config errors: "did you mean" for a mistyped key, the number for `percentile: p95`, the ratio for
+`target: 95`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel
+
+from sloguard.config.files import shown
 
 _P_STYLE = re.compile(r"^\s*[pP](\d+(?:\.\d+)?)\s*$")
 
@@ -59,13 +62,25 @@ def did_you_mean(root: type[BaseModel], loc: Sequence[int | str]) -> str:
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
+def ratio_hint(err: Any) -> str | None:
+    """Return a message for a ratio (bounded by 1) written as a percentage (`target: 95`), else None."""
+    kind, ctx, value = err.get("type"), err.get("ctx") or {}, err.get("input")
+    bound = ctx.get("lt") if kind == "less_than" else ctx.get("le") if kind == "less_than_equal" else None
+    if bound != 1 or isinstance(value, bool) or not isinstance(value, int | float) or value <= 1:
+        return None
+    op = "<" if kind == "less_than" else "<="
+    if 1 < value <= 100:
+        return f"must be {op} 1 (a ratio, not a percentage): did you mean {value / 100:g}?"
+    return f"must be {op} 1 (a ratio, e.g. 0.99)"
+
+
 def number_hint(err: Any) -> str | None:
     """Return a message for `percentile: p95` (a p-style string where a number goes), else None."""
     value = err.get("input")
     if err.get("type") in ("float_parsing", "int_parsing") and isinstance(value, str):
         m = _P_STYLE.match(value)
         if m:
-            return f"write the number without 'p': {m.group(1)}, not {value!r}"
-        return f"must be a number, got {value!r}"
+            return f"write the number without 'p': {m.group(1)}, not {shown(value)}"
+        return f"must be a number, got {shown(value)}"
     return None
 

@@ -7,6 +7,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, WithJsonSchema
 
+from sloguard.config.files import shown
+
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0, "y": 31536000.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
 DURATION_PATTERN = r"^((\d+(\.\d+)?)(ms|s|m|h|d|w|y))+$"
@@ -22,7 +24,7 @@ def parse_duration(text: str) -> float:
         m = _PART.match(s, pos)
         if m is None:
             raise ValueError(
-                f"invalid duration {text!r}: use a number and a unit (ms, s, m, h, d, w, y), e.g. '250ms' or '5m'")
+                f"invalid duration {shown(text)}: use a number and a unit (ms, s, m, h, d, w, y), e.g. '250ms' or '5m'")
         total += float(m.group(1)) * _UNITS[m.group(2)]
         pos = m.end()
     return total
@@ -43,7 +45,8 @@ def _coerce(value: Any) -> Any:
     if isinstance(value, bool):
         raise ValueError("a duration must be a string like '250ms' or '5m'")
     if isinstance(value, int | float):
-        raise ValueError(f"ambiguous bare number {value}: write a unit, e.g. '{value}s' or '{value}ms'")
+        raise ValueError(f"ambiguous bare number {shown(value)}: write a unit, e.g. '{shown(value)}s' or "
+                         f"'{shown(value)}ms'")
     if isinstance(value, str):
         return parse_duration(value)
     raise ValueError("a duration must be a string like '250ms' or '5m'")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from sloguard.diagnose.history import Series
 
 if TYPE_CHECKING:
-    from sloguard.diagnose.signals import ServerLike
+    from sloguard.diagnose.model import ServerLike
 
 # arrival_surge_z: the users' arrivals over the window's last quarter, half and whole, each against the users'
 # healthy rate. A step up in load is most significant over the span it has lasted; the longest span damps noise.

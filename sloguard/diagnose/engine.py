@@ -65,10 +65,15 @@ def _compare(c: Condition, value: float, baseline: float | None) -> tuple[bool, 
 
 
 def check(c: Condition, inp: Inputs) -> Evidence:
-    """Return the evidence of one condition; not available -> holds only if the condition is optional."""
+    """Return the evidence of one condition; not available -> its first available alternative decides, else it
+    holds only if the condition is optional."""
     value = inp.signals.get(c.signal)
     if value is None:
-        return Evidence(c.signal, None, "not available", c.optional)
+        alt = next((a for a in c.alternatives if a.signal in inp.signals), None)
+        if alt is not None:
+            return check(alt, inp)
+        names = " or ".join(a.signal for a in c.alternatives)
+        return Evidence(c.signal, None, f"not available{' (nor ' + names + ')' if names else ''}", c.optional)
     ok, text = _compare(c, value, inp.baselines.get(c.signal))
     return Evidence(c.signal, value, text, ok, inp.notes.get(c.signal, ""))
 
@@ -106,8 +111,9 @@ def _stage_evidence(r: Reading, whole: str, share: float | None) -> Evidence:
     ref = f"baseline {r.baseline:.3g}s" if r.baseline is not None else \
         f"objective {r.budget:.3g}s, no healthy baseline yet" if r.vs_objective else f"budget {r.budget:.3g}s"
     share_text = f", {share:.0%} of the {whole} increase" if share is not None else ""
+    why = "requests cut short" if r.source == "probe" else "from engine histograms"
     interval = "" if r.lo == r.hi else " (at least: requests cut short)" if math.isinf(r.hi) else \
-        f" (within [{r.lo:.3g}, {r.hi:.3g}]s, from engine histograms)"
+        f" (within [{r.lo:.3g}, {r.hi:.3g}]s, {why})"
     return Evidence(f"{r.stage}", r.value, f"{ref} (+{r.excess or 0.0:.3g}s{share_text}){interval}", True,
                     r.source)
 

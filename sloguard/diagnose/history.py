@@ -61,6 +61,21 @@ class Baselines:
         centre = statistics.fmean if key in self.means else statistics.median
         return float(centre(v for _, v in used))
 
+    def ready_in(self, keys: Collection[str]) -> float:
+        """Return the seconds until every key has a baseline, at one healthy evaluation per second at most (0 = ready).
+
+        A key with no value yet needs `min_span` of healthy evaluations; one with values, what its span lacks.
+        """
+        left = 0.0
+        for key in keys:
+            if self._used(key) is not None:
+                continue
+            points = self._points.get(key)
+            spanned = points[-1][0] - points[0][0] if points else 0.0
+            needed = self.min_points - (len(points) if points else 0)
+            left = max(left, self.min_span - spanned, float(needed))
+        return left
+
     def span(self, key: str) -> float | None:
         """Return the seconds between the oldest and newest value behind the key's baseline (None: no baseline)."""
         used = self._used(key)
@@ -151,6 +166,11 @@ class Series:
         """Return the largest of a gauge's values inside the window, or None without any."""
         inside = [v for ts, v in self._points.get(key, ()) if now - window < ts <= now]
         return max(inside) if inside else None
+
+    def last(self, key: str, now: float) -> float | None:
+        """Return the newest value at or before `now`, or None without any."""
+        before = [v for ts, v in self._points.get(key, ()) if ts <= now]
+        return before[-1] if before else None
 
     def quantile(self, key: str, q: float, window: float, now: float) -> float | None:
         """Return the q-quantile (nearest rank) of a gauge's values inside the window, or None without any.

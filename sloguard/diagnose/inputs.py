@@ -1,28 +1,29 @@
 """Breaches and stage readings of one SLO over the diagnosis window (pure; windows read, never changed).
 
-A breach is an objective the SLO's own status says misses over its shortest window (so a handful of slow probes in a
-short window cannot produce a verdict on a healthy SLO). Where it misses over the diagnosis window too, the verdict
-locates it in a stage; where the diagnosis window is shorter and does not miss (yet, or any more: the SLO's window
-still holds the slow requests), the breach is not `recent` and only the causes whose evidence is a state of the
-engine now can name it (a pinned CPU whose slow requests tipped a 5-min p95 over its objective before the last 20
-s's did: benchmark traces, "none" for 4-9 evaluations of a breached SLO). Objectives, goodput thresholds (at the
-goodput target's quantile) and stage budgets (p95) all count. Both judge a probe quantile alike: one that requests
-cut short (timed out, failed) could move above the threshold misses (sloguard.slo.evaluate), so the diagnosis sees
-the breach at the evaluation the SLO does, not once enough requests complete slowly.
+A breach is an objective the SLO's own status says misses over its breach window (sloguard.slo.breach: the one
+definition every surface shows; a handful of slow probes in a minute cannot produce a verdict on a healthy SLO).
+Where it misses over the diagnosis window too, the verdict locates it in a stage; where the diagnosis window does
+not miss (yet, or any more), the breach is not `recent` and only the causes whose evidence is a state of the engine
+now can name it. Objectives, goodput thresholds (at the goodput target's quantile) and stage budgets (p95) all
+count. Both judge a probe quantile with one function (sloguard.windows.censor.judge): it misses when, with the
+requests cut short (timed out, failed) at +∞, it is over the threshold, and one timeout that cannot move a quantile
+over its threshold breaches nothing.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from sloguard.diagnose.model import Breach, Reading
+from sloguard.slo.breach import breaches as slo_breaches
+from sloguard.slo.breach import missed_metrics
 from sloguard.slo.evaluate import QuantileReader, ServerReader
-from sloguard.slo.model import SLO, SLOStatus
+from sloguard.slo.model import SLO
+from sloguard.slo.result import SLOStatus
 from sloguard.slo.stages import STAGE_QS, breakdown
 from sloguard.windows import bounds
-from sloguard.windows.probe import Quantile
+from sloguard.windows.censor import Quantile, judge
 
 WHOLES = ("ttft", "ttfot", "tpot", "itl", "e2e", "decode")
 Quantiles = dict[str, tuple[tuple[float, float, float], ...]]  # name -> per STAGE_QS (value, lo, hi)
@@ -67,7 +68,7 @@ class CensoredReader(Protocol):
 
 
 def censor(q: Quantiles, sources: Sources, probe: CensoredReader | None) -> Quantiles:
-    """Return q with every probe whole's quantile that cut-short requests could move open above (hi = inf)."""
+    """Return q with every probe whole's hi at its upper bound: cut-short requests at +∞ (inf: unbounded)."""
     if probe is None:
         return q
     out = dict(q)
@@ -76,8 +77,7 @@ def censor(q: Quantiles, sources: Sources, probe: CensoredReader | None) -> Quan
             continue
         got = probe.censored_quantiles(name, STAGE_QS)
         if got is not None:
-            out[name] = tuple((v, lo, math.inf if c.censored else hi) for (v, lo, hi), c in zip(q[name], got,
-                                                                                                 strict=True))
+            out[name] = tuple((v, lo, max(hi, c.upper)) for (v, lo, hi), c in zip(q[name], got, strict=True))
     return out
 
 
@@ -115,45 +115,29 @@ def _wanted(slo: SLO) -> list[tuple[str, float, float]]:
     return out
 
 
-def _slo_misses(status: SLOStatus) -> set[str]:
-    """Return the metrics (and stages) the SLO's own status says miss over its shortest window."""
-    if not status.slo.windows:
-        return set()
-    shortest = min(status.slo.windows)
-    out = {o.metric for o in status.objectives if o.window == shortest and not o.segment and o.compliant is False}
-    out |= {s.stage for s in status.stages if s.window == shortest and not s.segment and s.budget
-            and _p95_floor(s.p95, s.resolution) > s.budget}
-    gp = status.slo.goodput
-    if gp is not None and any(w.window == shortest and not w.segment and w.goodput_ratio is not None
-                              and w.goodput_ratio < gp.target for w in status.windows):
-        out |= {m for m, _ in gp.thresholds()}
-    return out
+def slo_misses(status: SLOStatus) -> set[str]:
+    """Return the metrics (and stages) the SLO's own status says miss over its breach window (sloguard.slo.breach)."""
+    return missed_metrics(status, slo_breaches(status))
 
 
-def _p95_floor(p95: float | None, resolution: tuple[tuple[float, float], ...]) -> float:
-    """Return the least a stage's p95 can be: its interval's lower end where bounded, else its value."""
-    if resolution:
-        return resolution[nearest_q(0.95)][0]
-    return p95 if p95 is not None else 0.0
-
-
-def breaches(status: SLOStatus, q: Quantiles) -> tuple[Breach, ...]:
-    """Return the objectives that miss over the SLO's shortest window; `recent` where also over the diagnosis window.
+def breaches(status: SLOStatus, q: Quantiles, sources: Sources) -> tuple[Breach, ...]:
+    """Return the objectives that miss over the SLO's breach window; `recent` where also over the diagnosis window.
 
     A value from an engine histogram is an interval: it misses only when even its lower end is over the
     threshold (queue p95 somewhere in vLLM's first bucket [0, 0.3 s] does not miss a 100 ms budget). A probe
-    quantile open above (censor()) misses as the SLO's own status judges it: requests cut short could put it
-    over the threshold; its value is then the lower bound.
+    quantile (hi from censor()) is judged as the SLO's own status judges it (censor.judge): it misses when its
+    upper bound is over the threshold, `censored` when only requests cut short put it there.
     """
-    missed = _slo_misses(status)
+    missed = slo_misses(status)
     out = []
     for metric, quantile, threshold in _wanted(status.slo):
         got = q.get(metric)
         if metric not in missed or got is None:
             continue
         value, lo, hi = got[nearest_q(quantile)]
-        if lo > threshold or math.isinf(hi):
-            out.append(Breach(metric, quantile, value, threshold, censored=lo <= threshold))
+        j = judge(lo, hi if sources.get(metric) == "probe" else lo, threshold)
+        if not j.holds:
+            out.append(Breach(metric, quantile, value, threshold, censored=j.censored))
         else:
             out.append(Breach(metric, quantile, value, threshold, recent=False))
     return tuple(out)

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, Protocol
+
+from sloguard.model import Histogram, ServerView
 
 Stage = Literal["network", "queue", "prefill", "decode", "none"]
-# The closed set of causes (README "Diagnosis"); "none" = no objective breached, "unknown" = breached but
+# The closed set of causes (docs/diagnosis.md); "none" = no objective breached, "unknown" = breached but
 # the evidence does not name a cause (the verdict says what was missing).
 Cause = Literal["capacity", "kv_cache_pressure", "long_prompts", "gpu_throttled", "gpu_unhealthy",
-                "serving_cpu_bound", "engine_restart", "network", "unknown", "none"]
+                "serving_cpu_bound", "engine_restart", "network", "replica_outlier", "unknown", "none"]
 CAUSES: tuple[str, ...] = ("capacity", "kv_cache_pressure", "long_prompts", "gpu_throttled", "gpu_unhealthy",
-                           "serving_cpu_bound", "engine_restart", "network", "unknown", "none")
+                           "serving_cpu_bound", "engine_restart", "network", "replica_outlier", "unknown", "none")
 STAGES: tuple[str, ...] = ("network", "queue", "prefill", "decode")
 _EMPTY: Mapping[str, float] = MappingProxyType({})
 
@@ -111,3 +113,31 @@ class Verdict:
     def healthy(self) -> bool:
         """Return True when no objective was breached (cause none)."""
         return self.cause == "none"
+
+
+class ServerLike(Protocol):
+    """What the diagnosis reads of the server windows (sloguard.windows.server.ServerWindows)."""
+
+    def increase(self, target: str, names: Collection[str], window: float, now: float) -> tuple[float, float] | None:
+        """Return (summed counter increase, span) in the window, or None."""
+        ...
+
+    def counter_names(self, target: str) -> set[str]:
+        """Return the counter names a target has reported."""
+        ...
+
+    def latest(self, target: str) -> ServerView | None:
+        """Return the target's newest scrape."""
+        ...
+
+    def restarts(self) -> dict[str, int]:
+        """Return engine restarts seen per target."""
+        ...
+
+    def histogram(self, target: str, model: str | None, signal: str, window: float, now: float) -> Histogram | None:
+        """Return the window's histogram delta of a target's signal (all models when model is None)."""
+        ...
+
+    def span(self, target: str, signal: str, window: float, now: float) -> float:
+        """Return the seconds the window's delta of a target's signal spans (0 if none)."""
+        ...

@@ -26,12 +26,12 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
+from sloguard import histogram
 from sloguard.diagnose.arrivals import FULL, ProbeLoad, span_end
 from sloguard.diagnose.history import Series
-from sloguard.windows import histo
 
 if TYPE_CHECKING:
-    from sloguard.diagnose.signals import ServerLike
+    from sloguard.diagnose.model import ServerLike
 
 PROMPT_Q = 0.9  # prompt_tokens_p90: the prompt length ≥ 10% of the window's requests reached
 MIN_USER_PREFILLS = 5  # the users' prefills the whole window needs for their mean prompt length
@@ -145,7 +145,7 @@ def prompt_length(series: Series, server: ServerLike, target: str, names: Collec
     h = server.histogram(target, None, "prompt_length", window, now)
     if h is not None and h.count > 0:
         out["prompt_tokens_per_request"] = h.sum / h.count
-        if (p90 := histo.quantile(PROMPT_Q, h)) is not None:
+        if (p90 := histogram.quantile(PROMPT_Q, h)) is not None:
             out["prompt_tokens_p90"] = p90
     if "prompt_tokens" not in names:
         return out

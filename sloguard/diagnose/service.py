@@ -7,9 +7,8 @@ need. Everything else is recomputed from the windows the SLO engine and the serv
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from sloguard.config.spec import Config
@@ -20,15 +19,26 @@ from sloguard.diagnose.confirm import Confirmer
 from sloguard.diagnose.engine import candidates, holding, sure
 from sloguard.diagnose.history import Baselines, Series
 from sloguard.diagnose.model import STAGES, Inputs, Verdict
+from sloguard.diagnose.model import ServerLike as DiagnosisServer
+from sloguard.diagnose.replicas import ReplicaServer, replica_signals
 from sloguard.diagnose.text import as_json, evidence_lines, line
+from sloguard.families import declare
 from sloguard.model import ProbeResult, Sample
 from sloguard.slo.evaluate import ServerReader, ServerWindowsLike
-from sloguard.slo.model import SLOStatus
+from sloguard.slo.result import SLOStatus
 from sloguard.slo.stages import STAGE_QS
+from sloguard.sources.engines.capabilities import capability, cpu_is_compute
 from sloguard.windows.probe import ProbeWindow
 
 # Counts since an event and a score against a baseline already: no healthy level of their own to learn.
-UNLEARNED = frozenset({"engine_restarts", "cold_starts", "arrival_surge_z"})
+UNLEARNED = frozenset({"engine_restarts", "cold_starts", "arrival_surge_z", "engine_gpu_backed", "processes_down",
+                       "queue_from_head"})
+BOTTLENECK = declare("sloguard_bottleneck_info", "gauge", "Where the time goes and why, per SLO: 1 for the current "
+                     "verdict (stage none and cause none while no objective is breached).", ("slo", "stage", "cause"))
+CONFIDENCE = declare("sloguard_bottleneck_confidence_ratio", "gauge", "Confidence of the current verdict (0 for "
+                     "unknown, 1 while healthy).", ("slo",))
+EXCESS = declare("sloguard_stage_excess_seconds", "gauge", "Stage p95 over the diagnosis window minus the stage's own "
+                 "healthy baseline (0 when not above it).", ("slo", "stage", "window"))
 
 
 class WindowsLike(Protocol):
@@ -37,7 +47,7 @@ class WindowsLike(Protocol):
         ...
 
 
-class ServerLike(signals.ServerLike, ServerWindowsLike, Protocol):
+class ServerLike(DiagnosisServer, ServerWindowsLike, Protocol):
     """The server windows: histograms for stages, counters and gauges for signals."""
 
 
@@ -69,6 +79,7 @@ class Diagnoser:
         self.verdicts = {n: v for n, v in self.verdicts.items() if n in names}
         self._seen = {n: v for n, v in self._seen.items() if n in names}
         self._confirm.forget(names)
+        self.targets: dict[str, tuple[str, str]] = {t.name: (t.engine, t.device) for t in cfg.targets}
         single = cfg.targets[0].name if len(cfg.targets) == 1 else None
         self.processes: dict[str, list[str]] = {}
         for p in cfg.host.processes:
@@ -107,6 +118,17 @@ class Diagnoser:
                                           user_rate)
         host, notes = signals.host_signals(self.series, self.processes.get(target, []), self.window, self.hold, now)
         gpu, gpu_notes = signals.gpu_signals(samples, target)
+        if server is not None and hasattr(server, "replica_histograms"):  # a service's replicas (sloguard.fleet)
+            rep, rep_notes = replica_signals(self.series, cast(ReplicaServer, server), target, self.window,
+                                             self.hold, now)
+            out, notes = out | rep, notes | rep_notes
+        configured, device = self.targets.get(target, ("auto", "auto"))
+        view = server.latest(target) if server is not None and configured == "auto" else None
+        engine: str = view.engine if view is not None else configured
+        compute = cpu_is_compute(engine, device, gpu_seen=bool(gpu))
+        out["engine_gpu_backed"] = 0.0 if compute else 1.0
+        out["queue_from_head"] = 1.0 if capability(engine).head == "slot_start" else 0.0
+        notes["engine_gpu_backed"] = f"{engine}: its process CPU is {'the model compute' if compute else 'host work'}"
         return out | host | gpu, notes | gpu_notes
 
     def _one(self, now: float, st: SLOStatus, engine: WindowsLike, server: ServerLike | None,
@@ -130,7 +152,7 @@ class Diagnoser:
         notes |= {k: v for k, v in young.items() if k in sig}
         if "network" in sources:
             sig["network_measured"] = 1.0 if sources["network"] == "request" else 0.0
-        found_breaches = inputs.breaches(st, q)
+        found_breaches = inputs.breaches(st, q, sources)
         at = max(found_breaches, key=lambda b: b.severity).quantile if found_breaches else 0.95
         readings = inputs.readings(q, sources, at, learned, slo.budgets, inputs.gaps(probe, sources))
         self._excess[slo.name] = {s: r.excess for s, r in inputs.readings(q, sources, 0.95, learned, {}).items()
@@ -143,16 +165,22 @@ class Diagnoser:
                                                              if k not in UNLEARNED}})
         return verdict
 
+    def learning(self, slo: str, wholes: Sequence[str]) -> float:
+        """Return the seconds until the SLO's baselines for `wholes` (its objectives' metrics, at p95) are learned.
+
+        0 once they are, or with the diagnosis off. A baseline is learned from healthy evaluations only.
+        """
+        if not self.enabled:
+            return 0.0
+        base = self._baselines.get(slo)
+        keys = [inputs.key(w, 0.95) for w in wholes]
+        if base is None:
+            return self.window
+        return base.ready_in(keys)
+
     def families(self) -> list[Metric]:
         """Return sloguard_bottleneck_info, sloguard_stage_excess_seconds and the verdict confidence."""
-        info = GaugeMetricFamily("sloguard_bottleneck_info", "Where the time goes and why, per SLO: 1 for the current "
-                                 "verdict (stage none and cause none while no objective is breached).",
-                                 labels=["slo", "stage", "cause"])
-        conf = GaugeMetricFamily("sloguard_bottleneck_confidence_ratio", "Confidence of the current verdict "
-                                 "(0 for unknown, 1 while healthy).", labels=["slo"])
-        excess = GaugeMetricFamily("sloguard_stage_excess_seconds", "Stage p95 over the diagnosis window minus the "
-                                   "stage's own healthy baseline (0 when not above it).",
-                                   labels=["slo", "stage", "window"])
+        info, conf, excess = BOTTLENECK.gauge(), CONFIDENCE.gauge(), EXCESS.gauge()
         window = format_duration(self.window)
         for name, v in sorted(self.verdicts.items()):
             info.add_metric([name, v.stage, v.cause], 1.0)

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Protocol
 
 from sloguard.diagnose.arrivals import ProbeLoad, arrivals, users
 from sloguard.diagnose.history import Series
+from sloguard.diagnose.model import ServerLike
 from sloguard.diagnose.prompts import prompt_length
-from sloguard.model import Histogram, Sample, ServerView
+from sloguard.model import Sample
 
 # Clock-event reasons that slow a busy GPU (gpu_idle, application clocks, sync boost and display do not),
 # and the NVML/dcgm health reasons that are throttling rather than a sick GPU.
 THROTTLE_REASONS = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
                               "hw_power_brake"})
 THROTTLE_PROBLEMS = frozenset({"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake", "clocks_below_max"})
-GAUGES = ("requests_waiting", "requests_running", "kv_cache_usage_ratio")
+GAUGES = ("requests_waiting", "requests_running", "kv_cache_usage_ratio", "requests_waiting_capacity")
 KV_Q = 0.9  # kv_cache_usage_p90: the usage reached at ≥ 10% of the window's scrapes (history.Series.quantile)
 # Gauges (waiting and running requests, KV usage) are read over the window's most recent quarter, like the
 # serving CPU: a mean over the whole window reaches its threshold only once the state has filled a large part of
@@ -30,32 +30,6 @@ KV_Q = 0.9  # kv_cache_usage_p90: the usage reached at ≥ 10% of the window's s
 # is a queue). Rates and means over requests (arrivals, prompt lengths) stay over the whole window: over a
 # quarter, healthy bursts reach the thresholds. The baselines are learned from the same reads.
 RECENT = 0.25
-
-
-class ServerLike(Protocol):
-    def increase(self, target: str, names: Collection[str], window: float, now: float) -> tuple[float, float] | None:
-        """Return (summed counter increase, span) in the window, or None."""
-        ...
-
-    def counter_names(self, target: str) -> set[str]:
-        """Return the counter names a target has reported."""
-        ...
-
-    def latest(self, target: str) -> ServerView | None:
-        """Return the target's newest scrape."""
-        ...
-
-    def restarts(self) -> dict[str, int]:
-        """Return engine restarts seen per target."""
-        ...
-
-    def histogram(self, target: str, model: str | None, signal: str, window: float, now: float) -> Histogram | None:
-        """Return the window's histogram delta of a target's signal (all models when model is None)."""
-        ...
-
-    def span(self, target: str, signal: str, window: float, now: float) -> float:
-        """Return the seconds the window's delta of a target's signal spans (0 if none)."""
-        ...
 
 
 def record_engine(series: Series, server: ServerLike, target: str) -> None:
@@ -122,6 +96,10 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
     if probes is not None:
         out |= users(series, server, target, finished, window, now, probes, user_rate)
     out |= prompt_length(series, server, target, names, finished, window, now, probes)
+    out |= token_mix(server, target, window, now)
+    decode = server.histogram(target, None, "tpot", window, now)  # the engine's own seconds per generated token
+    if decode is not None and decode.count > 0:
+        out["engine_token_seconds"] = decode.sum / decode.count
     hits = server.increase(target, ("prefix_cache_hits",), window, now)
     queries = server.increase(target, ("prefix_cache_queries",), window, now)
     if hits is not None and queries is not None and queries[0] > 0:
@@ -129,6 +107,26 @@ def engine_signals(series: Series, server: ServerLike, target: str, window: floa
     restarts = series.increase(f"{target}/restarts", hold, now)
     if restarts is not None:
         out["engine_restarts"] = restarts[0]
+    return out
+
+
+def token_mix(server: ServerLike, target: str, window: float, now: float) -> dict[str, float]:
+    """Return prompt tokens per generated token and generated tokens per second, from the token counters alone.
+
+    For engines with no request counter (llama.cpp): the prompts' share of the work rises with longer prompts and
+    not with more requests of the same shape; the tokens generated per second rise with more demand. Each is the
+    larger of its value over the window and over its recent half, so a change shows before it fills the window.
+    """
+    out: dict[str, float] = {}
+    for span in (window, window * 0.5):
+        prompt = server.increase(target, ("prompt_tokens",), span, now)
+        output = server.increase(target, ("generation_tokens",), span, now)
+        if output is None or output[1] <= 0:
+            continue
+        if prompt is not None and output[0] > 0:
+            out["prompt_tokens_per_output_token"] = max(out.get("prompt_tokens_per_output_token", 0.0),
+                                                        prompt[0] / output[0])
+        out["output_tokens_per_second"] = max(out.get("output_tokens_per_second", 0.0), output[0] / output[1])
     return out
 
 
@@ -151,6 +149,10 @@ def record_host(series: Series, idx: Mapping[str, Sequence[Sample]], now: float)
         cpu[s.labels.get("process", "")] += s.value
     for proc, value in cpu.items():
         series.add(f"process/{proc}/cpu", now, value)
+    for s in idx.get("sloguard_process_cpu_wait_seconds_total", ()):
+        series.add(f"process/{s.labels.get('process', '')}/wait", now, s.value)
+    for s in idx.get("sloguard_process_up", ()):
+        series.add(f"process/{s.labels.get('process', '')}/up", now, s.value)
     for s in idx.get("sloguard_server_cold_starts_total", ()):
         series.add(f"process/{s.labels.get('process', '')}/cold", now, s.value)
 
@@ -175,6 +177,19 @@ def host_signals(series: Series, processes: Sequence[str], window: float, hold: 
     if rates:
         busiest = max(rates, key=lambda p: rates[p])
         out["serving_cpu_cores"], notes["serving_cpu_cores"] = rates[busiest], f"process {busiest}"
+    waits = {p: r for p in processes if (r := _cpu(series, f"process/{p}/wait", window * RECENT, now)) is not None}
+    if waits:
+        starved = max(waits, key=lambda p: waits[p])
+        out["serving_cpu_wait"], notes["serving_cpu_wait"] = waits[starved], f"process {starved}"
+    # A watched process that ran within the hold and is gone at the newest read: the engine crashed or is restarting
+    # (its requests fail before any counter can reset or a new process appear).
+    down = [p for p in processes if series.max(f"process/{p}/up", hold, now) == 1.0
+            and series.max(f"process/{p}/up", window * RECENT, now) is not None
+            and _newest(series, f"process/{p}/up", now) == 0.0]
+    if any(series.max(f"process/{p}/up", hold, now) is not None for p in processes):
+        out["processes_down"] = float(len(down))
+        if down:
+            notes["processes_down"] = "process " + ", ".join(down)
     colds = {p: c[0] for p in processes if (c := series.increase(f"process/{p}/cold", hold, now)) is not None}
     if colds:
         out["cold_starts"] = sum(colds.values())
@@ -182,6 +197,11 @@ def host_signals(series: Series, processes: Sequence[str], window: float, hold: 
         if restarted:
             notes["cold_starts"] = "process " + ", ".join(restarted)
     return out, notes
+
+
+def _newest(series: Series, key: str, now: float) -> float | None:
+    """Return a series' newest value at or before `now`."""
+    return series.last(key, now)
 
 
 def _gpu_samples(idx: Mapping[str, Sequence[Sample]], target: str) -> dict[str, list[Sample]]:

@@ -19,6 +19,7 @@ SIGNAL_TEXT: dict[str, tuple[str, str]] = {
     "requests_waiting_peak": ("waiting at the most at a recent scrape", "count"),
     "queue_seconds_per_second": ("waiting on average (the engine's queue time)", "count"),
     "requests_running": ("running", "count"),
+    "replica_outliers": ("replicas out of line with the others", "count"),
     "kv_cache_usage_ratio": ("KV cache", "ratio"), "preemptions_per_second": ("preemptions", "per_min"),
     "request_rate": ("request rate", "per_s"), "user_request_rate": ("users' request rate", "per_s"),
     "arrival_surge_z": ("users' arrivals over their baseline", "sd"),
@@ -111,11 +112,12 @@ def _condition(c: Condition) -> str:
     base = f"{'<' if below else '≥'} {c.vs_baseline:g}× its baseline" if c.vs_baseline is not None else ""
     base += f" (or {c.floor:g})" if c.floor and below and base else ""
     plain = f"{c.op} {c.threshold:g}" if math.isfinite(c.threshold) else ""
-    return f"`{c.signal}` {' and '.join(x for x in (plain, base) if x)}" + (" (where available)" if c.optional else "")
+    text = f"`{c.signal}` {' and '.join(x for x in (plain, base) if x)}" + (" (where available)" if c.optional else "")
+    return text + "".join(f", else {_condition(a)}" for a in c.alternatives)
 
 
 def markdown() -> str:
-    """Return the cause table of README "Diagnosis" (generated from RULES, in precedence order)."""
+    """Return the cause table of docs/diagnosis-rules.md (generated from RULES, in precedence order)."""
     rows = ["| # | cause | stages it explains | evidence (all of / one of) | lever |",
             "| --- | --- | --- | --- | --- |"]
     for i, r in enumerate(RULES, start=1):

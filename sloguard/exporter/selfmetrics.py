@@ -5,10 +5,11 @@ from __future__ import annotations
 import platform
 from dataclasses import dataclass
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
+from prometheus_client.core import InfoMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from sloguard import __version__
+from sloguard import __version__, untrusted
+from sloguard.families import declare
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,25 +25,31 @@ class SelfState:
     started: float
 
 
+BUILD = declare("sloguard_build", "info", "sloguard version and runtime (constant).", ("version", "python"))
+_GAUGES = tuple(declare(name, "gauge", doc) for name, doc in (
+    ("sloguard_config_last_reload_successful", "1 if the last config (re)load succeeded."),
+    ("sloguard_config_last_reload_success_timestamp_seconds", "Unix time of the last good load."),
+    ("sloguard_evaluation_duration_seconds", "Duration of the last evaluation cycle."),
+    ("sloguard_exposition_render_seconds",
+     "Duration of the last uncached /metrics render (renders happen at most once per change)."),
+    ("sloguard_probe_worker_up", "1 while the probe process is alive."),
+    ("sloguard_start_time_seconds", "Unix time the daemon started."),
+))
+RESTARTS = declare("sloguard_probe_worker_restarts", "counter", "Probe processes restarted after dying.")
+
+
 def self_families(st: SelfState) -> list[Metric]:
-    """Return the daemon's own families (constant-cost: 8 series)."""
-    info = InfoMetricFamily("sloguard_build", "sloguard version and runtime (constant).")
+    """Return the daemon's own families (8 series plus one per (source, reason) of invalid input seen)."""
+    info = BUILD.new()
+    assert isinstance(info, InfoMetricFamily)
     info.add_metric([], {"version": __version__, "python": platform.python_version()})
     fams: list[Metric] = [info]
-    for name, doc, value in (
-        ("sloguard_config_last_reload_successful", "1 if the last config (re)load succeeded.", float(st.reload_ok)),
-        ("sloguard_config_last_reload_success_timestamp_seconds", "Unix time of the last good load.", st.reload_ts),
-        ("sloguard_evaluation_duration_seconds", "Duration of the last evaluation cycle.", st.eval_seconds),
-        ("sloguard_exposition_render_seconds",
-         "Duration of the last uncached /metrics render (renders happen at most once per change).",
-         st.render_seconds),
-        ("sloguard_probe_worker_up", "1 while the probe process is alive.", float(st.worker_up)),
-        ("sloguard_start_time_seconds", "Unix time the daemon started.", st.started),
-    ):
-        g = GaugeMetricFamily(name, doc)
+    values = (float(st.reload_ok), st.reload_ts, st.eval_seconds, st.render_seconds, float(st.worker_up), st.started)
+    for fd, value in zip(_GAUGES, values, strict=True):
+        g = fd.gauge()
         g.add_metric([], value)
         fams.append(g)
-    restarts = CounterMetricFamily("sloguard_probe_worker_restarts", "Probe processes restarted after dying.")
+    restarts = RESTARTS.counter()
     restarts.add_metric([], st.worker_restarts)
     fams.append(restarts)
-    return fams
+    return fams + untrusted.families()

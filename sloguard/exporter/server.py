@@ -5,18 +5,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from aiohttp import web
 
 from sloguard import __version__
 from sloguard.exporter import landing
-from sloguard.exporter.listen import describe
-from sloguard.exporter.listen import parse_listen as parse_listen  # re-exported (traces/receiver.py)
-from sloguard.exporter.snapshot import Snapshot
-from sloguard.exporter.webconfig import WebConfig
+from sloguard.snapshot import Snapshot
+from sloguard.web.guard import Guard, Limits
+from sloguard.web.site import start_site
+from sloguard.web.webconfig import WebConfig
 
 log = logging.getLogger("sloguard.exporter")
 CONTENT_TYPE_TEXT = "text/plain; version=0.0.4; charset=utf-8"
@@ -35,8 +36,19 @@ class Endpoints:
     # Why the daemon runs degraded ("" when it does not): /-/ready stays 200 and says so (see README).
     degraded: Callable[[], str] = field(default=lambda: "")
     query_providers: dict[str, QueryProvider] = field(default_factory=dict)  # paginated ones (/debug/probes)
-    # A store slice as JSON lines for `sloguard report --daemon` (sloguard.reports.storeslice.stream).
-    results: Callable[[str], Iterable[str]] | None = None
+    # A store slice as JSON lines for `sloguard report --daemon` (sloguard.reports.storeslice.stream): called
+    # with the slice and a row limit, it checks and counts (raising for a bad or too large slice) and returns
+    # an iterator that reads the store as it is advanced.
+    results: Callable[[str, int], Iterator[str]] | None = None
+    # POST /-/reload without credentials (--web.enable-lifecycle); with basic auth or client certificates on,
+    # the web config decides who may reload.
+    lifecycle: bool = False
+    max_rows: int = 1_000_000
+
+
+LIFECYCLE_OFF = ("Lifecycle API is not enabled: start with --web.enable-lifecycle, or require credentials in "
+                 "--web.config.file (basic_auth_users or verified client certificates); SIGHUP reloads too.\n")
+BATCH = 1000  # result lines per write
 
 
 def _wants_openmetrics(request: web.Request) -> bool:
@@ -53,7 +65,10 @@ class _Handlers:
     async def auth(self, request: web.Request,
                    handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
         if self.web_config.auth_required:
-            ok = await asyncio.to_thread(self.web_config.check_header, request.headers.get("Authorization"))
+            ok = await self.web_config.auth.allowed(request.headers.get("Authorization"))
+            if ok is None:
+                return web.Response(status=503, text="too many authentication attempts at once; retry\n",
+                                    headers={"Retry-After": "1"})
             if not ok:
                 # Same answer for unknown users and wrong passwords: nothing to learn about who exists.
                 return web.Response(status=401, text="Unauthorized\n",
@@ -78,6 +93,8 @@ class _Handlers:
         return web.Response(status=503, text="sloguard is not ready: first evaluation pending.\n")
 
     async def reload(self, _: web.Request) -> web.Response:
+        if not (self.ep.lifecycle or self.web_config.authenticates):
+            return web.Response(status=403, text=LIFECYCLE_OFF)
         if await self.ep.reload():
             return web.Response(text="config reloaded\n")
         return web.Response(status=500, text="config reload failed: old config still active; see the log\n")
@@ -87,20 +104,33 @@ class _Handlers:
         return web.Response(text=landing.render(data), content_type="text/html", charset="utf-8")
 
     async def results(self, request: web.Request) -> web.StreamResponse:
-        """Stream `?slice=store:...` as JSON lines; 400 with the reason for a bad slice."""
+        """Stream `?slice=store:...` as JSON lines (at most `?limit=` rows); 400 with the reason for a bad slice."""
         spec = request.query.get("slice", "")
         if self.ep.results is None or not spec.startswith("store:"):
             return web.Response(status=400, text="give ?slice=store:... (see `sloguard report --help`)\n")
+        try:
+            limit = int(request.query.get("limit", self.ep.max_rows))
+            if not 0 < limit <= self.ep.max_rows:
+                raise ValueError
+        except ValueError:
+            return web.Response(status=400, text=f"limit: a whole number from 1 to {self.ep.max_rows}\n")
         fn = self.ep.results
         try:
-            lines = await asyncio.to_thread(lambda: list(fn(spec)))
-        except Exception as exc:  # a bad slice or an unreadable store: say why, never a traceback
+            lines = await asyncio.to_thread(fn, spec, limit)
+        except Exception as exc:  # a bad slice, too many rows or an unreadable store: say why, never a traceback
             return web.Response(status=400, text=f"{exc}\n")
         resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
-        await resp.prepare(request)
-        for i in range(0, len(lines), 1000):
-            await resp.write("".join(lines[i:i + 1000]).encode())
-        await resp.write_eof()
+        try:
+            await resp.prepare(request)
+            while batch := await asyncio.to_thread(lambda: "".join(islice(lines, BATCH))):
+                await resp.write(batch.encode())  # waits while the client is slower than the store
+            await resp.write_eof()
+        except ConnectionError:  # the reader went away: nothing to answer, nothing to log
+            pass
+        finally:
+            close = getattr(lines, "close", None)
+            if close is not None:
+                await asyncio.to_thread(close)
         return resp
 
     def provider(self, name: str) -> Callable[[web.Request], Awaitable[web.Response]]:
@@ -120,10 +150,10 @@ class _Handlers:
         return handler
 
 
-def build_app(ep: Endpoints, web_config: WebConfig) -> web.Application:
+def build_app(ep: Endpoints, web_config: WebConfig, guard: Guard | None = None) -> web.Application:
     """Return the aiohttp application; basic auth (bcrypt) guards every path when users are configured."""
     h = _Handlers(ep, web_config)
-    app = web.Application(middlewares=[h.auth])
+    app = web.Application(middlewares=[*([guard.middleware] if guard else []), h.auth])
     app.router.add_get("/", h.landing)
     app.router.add_get("/metrics", h.metrics)
     app.router.add_get("/-/healthy", h.healthy)
@@ -137,17 +167,8 @@ def build_app(ep: Endpoints, web_config: WebConfig) -> web.Application:
     return app
 
 
-async def start_server(ep: Endpoints, web_config: WebConfig, listen: str) -> tuple[web.AppRunner, int]:
+async def start_server(ep: Endpoints, web_config: WebConfig, listen: str, guard: Guard | None = None
+                       ) -> tuple[web.AppRunner, int]:
     """Start serving; return the runner and the bound port (port 0 picks a free one); raise ListenError."""
-    host, port = parse_listen(listen)
-    runner = web.AppRunner(build_app(ep, web_config), access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, ssl_context=web_config.ssl_context, reuse_address=True)
-    try:
-        await site.start()
-    except OSError as exc:  # in use, permission, no such interface: one line, not a traceback
-        await runner.cleanup()
-        raise describe(listen, exc) from None
-    sockets = getattr(site._server, "sockets", None) or []
-    bound = sockets[0].getsockname()[1] if sockets else port
-    return runner, int(bound)
+    guard = guard or Guard(Limits(), "web")
+    return await start_site(build_app(ep, web_config, guard), guard, web_config, listen)

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from types import ModuleType
 
 from sloguard.clock import Clock, SystemClock
-from sloguard.exporter.families import Families
+from sloguard.families import Families
 from sloguard.gpu import device as dv
 from sloguard.gpu import fields as nf
 from sloguard.gpu import health

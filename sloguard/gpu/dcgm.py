@@ -1,6 +1,6 @@
 """sloguard GPU series <-> dcgm-exporter field <-> `nvidia-smi --query-gpu` field, as one table.
 
-Users cross-check sloguard against nvidia-smi with it (the README table is generated from it), and a
+Users cross-check sloguard against nvidia-smi with it (the table in docs/gpu.md is generated from it), and a
 dcgm-exporter source can map DCGM fields onto the same series with DCGM_TO_SLOGUARD: sloguard value =
 DCGM value × scale. Field names: NVIDIA dcgm_fields.h and dcgm-exporter's counters CSV; nvidia-smi
 `--help-query-gpu` (remapped rows come from `--query-remapped-rows`).
@@ -94,7 +94,7 @@ DCGM_TO_SLOGUARD: dict[str, tuple[str, dict[str, str], float]] = {
 
 
 def markdown() -> str:
-    """Return the crosswalk as the README's Markdown table."""
+    """Return the crosswalk as the Markdown table of docs/gpu.md."""
     rows = ["| sloguard series | dcgm-exporter field | `nvidia-smi --query-gpu=` | note |", "| --- | --- | --- | --- |"]
     for c in CROSSWALK:
         labels = "{" + ",".join(f'{k}="{v}"' for k, v in c.labels) + "}" if c.labels else ""

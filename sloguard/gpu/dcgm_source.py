@@ -19,7 +19,8 @@ from prometheus_client.metrics_core import Metric
 
 from sloguard.clock import Clock, SystemClock
 from sloguard.config.spec import TargetSpec
-from sloguard.exporter.families import Families
+from sloguard.families import Families
+from sloguard.gpu import families as gf
 from sloguard.gpu import health
 from sloguard.gpu.dcgm import DCGM_TO_SLOGUARD
 from sloguard.gpu.fields import decode_clock_events
@@ -83,11 +84,10 @@ def map_samples(samples: Sequence[Sample], target: str, memory: dict[str, GPUMem
             info = {"uuid": uuid, "index": s.labels.get("gpu", ""), "name": s.labels.get("modelName", ""),
                     "driver_version": s.labels.get("DCGM_FI_DRIVER_VERSION", ""), "cuda_version": "",
                     "pci_bus_id": s.labels.get("pci_bus_id", ""), "target": target}
-            fams.add("sloguard_gpu_info", "gauge", "GPU identity; always 1.", info, 1.0)
+            fams.put(gf.DCGM_INFO, info, 1.0)
     for uuid, mask in sorted(masks.items()):
         for reason, active in decode_clock_events(mask):
-            fams.add("sloguard_gpu_clock_event_active", "gauge", "1 while this clock-event (throttle) reason holds.",
-                     {"uuid": uuid, "target": target, "reason": reason}, active)
+            fams.put(gf.DCGM_CLOCK_EVENT, {"uuid": uuid, "target": target, "reason": reason}, active)
     for uuid in sorted(set(values) | set(masks)):
         _health(fams, uuid, target, values.get(uuid, {}), masks.get(uuid), memory.setdefault(uuid, GPUMemory()), now)
     return fams.all()
@@ -108,12 +108,9 @@ def _health(fams: Families, uuid: str, target: str, values: dict[tuple[str, tupl
     found = health.problems(r, mem.health, now, [(x, ts) for x, (_, ts) in mem.xids.items()], xids_watched=True)
     for reason in health.REASONS:
         if reason in found:
-            fams.add("sloguard_gpu_health_problem", "gauge",
-                     "1 while this sick-GPU signal holds, 0 when checked and clear; absent when it cannot be checked.",
-                     {"uuid": uuid, "target": target, "reason": reason}, float(found[reason]))
+            fams.put(gf.DCGM_HEALTH, {"uuid": uuid, "target": target, "reason": reason}, float(found[reason]))
     for xid, (n, _) in sorted(mem.xids.items()):
-        fams.add("sloguard_gpu_xid_events", "counter", "XID critical-error events seen since start.",
-                 {"uuid": uuid, "target": target, "xid": str(xid)}, float(n))
+        fams.put(gf.DCGM_XID_EVENTS, {"uuid": uuid, "target": target, "xid": str(xid)}, float(n))
 
 
 class DcgmSource:

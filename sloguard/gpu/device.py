@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sloguard.exporter.families import Families
+from sloguard.families import Families
+from sloguard.gpu import families as gf
 from sloguard.gpu import fields as nf
 from sloguard.gpu.reader import GPU, NVMLReader
 
@@ -80,6 +81,5 @@ def read_clock_events(rd: NVMLReader, g: GPU, fams: Families) -> int | None:
     if mask is None:
         return None
     for reason, active in nf.decode_clock_events(int(mask)):
-        fams.add("sloguard_gpu_clock_event_active", "gauge", "1 while this reason holds clocks down.",
-                 {"uuid": g.uuid, "reason": reason}, active)
+        fams.put(gf.CLOCK_EVENT, {"uuid": g.uuid, "reason": reason}, active)
     return int(mask)

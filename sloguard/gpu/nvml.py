@@ -11,17 +11,19 @@ from prometheus_client.metrics_core import Metric
 
 from sloguard.clock import Clock, SystemClock
 from sloguard.config.spec import GPUSpec, ProcessSpec
-from sloguard.exporter.families import Families
+from sloguard.families import Families
 from sloguard.gpu import device as dv
+from sloguard.gpu import families as gf
 from sloguard.gpu import fields as nf
 from sloguard.gpu import health
 from sloguard.gpu.gpm import GPMSampler
 from sloguard.gpu.reader import GPU, NVMLReader
 from sloguard.sources.base import SourceAbsent, SourceError, SourceOutput
-from sloguard.sources.host import ProcessFinder, ThreadGuard
+from sloguard.sources.host import ThreadGuard
+from sloguard.sources.processes import ProcessFinder
 
 log = logging.getLogger("sloguard.nvml")
-INFO_LABELS = ("uuid", "index", "name", "driver_version", "cuda_version", "pci_bus_id")
+INFO_LABELS = gf.INFO_LABELS
 
 
 def nvml_enabled(spec: GPUSpec) -> bool:
@@ -91,8 +93,7 @@ class NVMLSource:
 
     def _read(self, mod: ModuleType, gpus: list[GPU]) -> list[Metric]:
         fams = Families()
-        fams.add("sloguard_gpu_devices", "gauge", "GPUs NVML reports; a drop means a GPU fell off the bus.",
-                 {}, float(len(gpus)))
+        fams.put(gf.DEVICES, {}, float(len(gpus)))
         for (uuid, xid) in self._rd.drain_xids():
             n, _ = self._xid.get((uuid, xid), (0, 0.0))
             self._xid[(uuid, xid)] = (n + 1, self.clock.now())
@@ -103,10 +104,8 @@ class NVMLSource:
             matched = self._read_processes(g, fams, matched)
             self._read_mig(mod, g, fams)
         for (uuid, xid), (n, ts) in sorted(self._xid.items()):
-            fams.add("sloguard_gpu_xid_events", "counter", "XID critical-error events seen since start.",
-                     {"uuid": uuid, "xid": str(xid)}, float(n))
-            fams.add("sloguard_gpu_xid_last_seen_timestamp_seconds", "gauge",
-                     "Unix time of the last such XID.", {"uuid": uuid, "xid": str(xid)}, ts)
+            fams.put(gf.XID_EVENTS, {"uuid": uuid, "xid": str(xid)}, float(n))
+            fams.put(gf.XID_LAST, {"uuid": uuid, "xid": str(xid)}, ts)
         present = {g.uuid for g in gpus}
         for uuid in sorted(set(self._known) - present):  # seen before, gone now: fell off the bus or lost
             _problem(fams, uuid, "gpu_lost", True)
@@ -114,8 +113,7 @@ class NVMLSource:
 
     def _read_gpu(self, mod: ModuleType, g: GPU, fams: Families) -> None:
         values = (g.uuid, str(g.index), g.name, *self._rd.system, g.pci_bus_id)
-        fams.add("sloguard_gpu_info", "gauge", "GPU identity; always 1.", dict(zip(INFO_LABELS, values, strict=True)),
-                 1.0)
+        fams.put(gf.INFO, dict(zip(INFO_LABELS, values, strict=True)), 1.0)
         readings = dv.read_fields(self._rd, g, fams, nf.FIELDS + (nf.PCIE_FIELDS if self.spec.pcie else ()))
         dv.read_memory(self._rd, g, fams, {"uuid": g.uuid})
         if g.uuid not in self._links:
@@ -142,9 +140,7 @@ class NVMLSource:
                 self._gpm.drop(mod, key)
                 self._gpm_ok[key] = ok = False
         if prefix == "sloguard_gpu_":
-            fams.add("sloguard_gpu_gpm_supported", "gauge",
-                     "1 if this GPU reports GPM activity (sm/tensor/dram/pipe series); 0: those are absent.",
-                     labels, float(ok))
+            fams.put(gf.GPM_SUPPORTED, labels, float(ok))
         for m, v in (values or {}).items():
             fams.add(m.metric.replace("sloguard_gpu_", prefix), "gauge", m.help, labels | dict(m.labels), v)
 
@@ -170,8 +166,7 @@ class NVMLSource:
             if used is None or used in nf.SENTINELS:
                 continue
             owner = self._finder.owner(int(p.pid), matched or {}) if self._finder else ""
-            fams.add("sloguard_gpu_process_memory_bytes", "gauge", "GPU memory used by a compute process.",
-                     {"uuid": g.uuid, "pid": str(p.pid), "process": owner}, float(used))
+            fams.put(gf.PROCESS_MEMORY, {"uuid": g.uuid, "pid": str(p.pid), "process": owner}, float(used))
         return matched
 
     def _read_mig(self, mod: ModuleType, g: GPU, fams: Families) -> None:
@@ -189,7 +184,7 @@ class NVMLSource:
             gi = self._rd.get("nvmlDeviceGetGpuInstanceId", mh)
             info = mig | {"gi_id": str(gi), "ci_id": str(self._rd.get("nvmlDeviceGetComputeInstanceId", mh)),
                           "profile": nf.mig_profile(nf.text(mod.nvmlDeviceGetName(mh)))}
-            fams.add("sloguard_gpu_mig_info", "gauge", "MIG device identity; always 1.", info, 1.0)
+            fams.put(gf.MIG_INFO, info, 1.0)
             dv.read_memory(self._rd, GPU(mh, i, mig["mig_uuid"], "", ""), fams, mig, "sloguard_gpu_mig_")
             if self.spec.gpm and gi is not None:
                 self._read_gpm(mod, g, mig["mig_uuid"], fams, mig,
@@ -197,6 +192,4 @@ class NVMLSource:
 
 
 def _problem(fams: Families, uuid: str, reason: str, holds: bool) -> None:
-    fams.add("sloguard_gpu_health_problem", "gauge",
-             "1 while this sick-GPU signal holds, 0 when checked and clear; absent when it cannot be checked.",
-             {"uuid": uuid, "reason": reason}, float(holds))
+    fams.put(gf.HEALTH, {"uuid": uuid, "reason": reason}, float(holds))

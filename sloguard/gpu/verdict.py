@@ -12,8 +12,9 @@ from typing import Any
 
 from prometheus_client.metrics_core import Metric
 
-from sloguard.exporter.families import Families
+from sloguard.families import Families
 from sloguard.gpu.contention import Contention
+from sloguard.gpu.families import CANARY
 from sloguard.gpu.specs import GPUPeak
 
 BASELINE_FLOOR = 0.90
@@ -97,41 +98,29 @@ def canary_families(rep: Report) -> list[Metric]:
     """Build the sloguard_canary_* families of one judged run, labelled {device, gpu=uuid}."""
     f, fams = rep.figures, Families()
     dev = {"device": str(f.get("device", "cpu")), "gpu": str(f.get("gpu_uuid", ""))}
-    age = " From the last canary run (at most one per interval; see last_run_timestamp)."
 
-    def gauge(name: str, doc: str, value: Any, extra: dict[str, str] | None = None) -> None:
+    def gauge(name: str, value: Any, extra: dict[str, str] | None = None) -> None:
         if isinstance(value, int | float):
-            fams.add(name, "gauge", doc + age, dev | (extra or {}), float(value))
+            fams.put(CANARY[name], dev | (extra or {}), float(value))
 
-    gauge("sloguard_canary_info", "Canary device identity and dtype; always 1.", 1.0,
-          {"name": str(f.get("gpu_name", "")), "dtype": str(f.get("dtype", "")), "spec": rep.spec_model or ""})
-    gauge("sloguard_canary_matmul_flops", "Achieved GEMM FLOP/s (bf16 on CUDA, fp32 on CPU).", f.get("matmul_flops"))
-    gauge("sloguard_canary_copy_bandwidth_bytes_per_second", "Device-to-device copy, read+write bytes/s.",
-          f.get("copy_bandwidth_bytes_per_second"))
-    gauge("sloguard_canary_decoder_ttft_seconds", "Tiny decoder prefill + first token latency.",
-          f.get("decoder_ttft_seconds"))
-    gauge("sloguard_canary_decoder_tpot_seconds", "Tiny decoder time per decode step.", f.get("decoder_tpot_seconds"))
-    gauge("sloguard_canary_decoder_bandwidth_utilization_ratio",
-          "Decoder weight bytes read per step / step time / spec memory bandwidth.",
-          rep.fraction_of_spec.get("decoder_bandwidth"))
+    gauge("info", 1.0, {"name": str(f.get("gpu_name", "")), "dtype": str(f.get("dtype", "")),
+                        "spec": rep.spec_model or ""})
+    gauge("matmul_flops", f.get("matmul_flops"))
+    gauge("copy_bandwidth_bytes_per_second", f.get("copy_bandwidth_bytes_per_second"))
+    gauge("decoder_ttft_seconds", f.get("decoder_ttft_seconds"))
+    gauge("decoder_tpot_seconds", f.get("decoder_tpot_seconds"))
+    gauge("decoder_bandwidth_utilization_ratio", rep.fraction_of_spec.get("decoder_bandwidth"))
     for test, frac in rep.fraction_of_spec.items():
-        gauge("sloguard_canary_fraction_of_spec", "Achieved / datasheet peak.", frac, {"test": test})
+        gauge("fraction_of_spec", frac, {"test": test})
     for test, frac in rep.fraction_of_baseline.items():
-        gauge("sloguard_canary_fraction_of_baseline", "Achieved / this GPU's baseline (>1 better).",
-              frac, {"test": test})
-    gauge("sloguard_canary_degraded", "1 if a named reason holds (see degraded_reason).", float(rep.degraded))
+        gauge("fraction_of_baseline", frac, {"test": test})
+    gauge("degraded", float(rep.degraded))
     for code in rep.codes:
-        gauge("sloguard_canary_degraded_reason", "1 for each reason the last run was judged degraded.", 1.0,
-              {"reason": code})
-    gauge("sloguard_canary_contended",
-          "1 if the run shared the GPU with other work (throughput not judged, not baselined); absent if unknown.",
-          None if rep.contended is None else float(rep.contended))
-    gauge("sloguard_canary_contention_ratio", "Share of the run's samples with other work busy on the GPU.",
-          rep.contention_share)
-    gauge("sloguard_canary_wait_seconds", "Time the run waited for a quiet gap before it started.",
-          rep.waited_seconds)
-    gauge("sloguard_canary_baseline_runs", "Uncontended healthy runs the baseline is the median of.",
-          float(rep.baseline_runs))
-    gauge("sloguard_canary_duration_seconds", "Wall time of the canary run, waiting included.", rep.duration_seconds)
-    gauge("sloguard_canary_last_run_timestamp_seconds", "Unix time the last canary run finished.", rep.timestamp)
+        gauge("degraded_reason", 1.0, {"reason": code})
+    gauge("contended", None if rep.contended is None else float(rep.contended))
+    gauge("contention_ratio", rep.contention_share)
+    gauge("wait_seconds", rep.waited_seconds)
+    gauge("baseline_runs", float(rep.baseline_runs))
+    gauge("duration_seconds", rep.duration_seconds)
+    gauge("last_run_timestamp_seconds", rep.timestamp)
     return fams.all()

@@ -1,2 +1,2 @@
 """Guardrails: engine signals the seeds say to watch (prefix cache, speculative decoding, GPU/queue
-contradictions) and the unhappy-path probes (abort propagation, oversized prompts), with their alerts."""
+contradictions), stage budgets, and the alerts on the unhappy-path probes (verdicts: sloguard.probes.checks)."""

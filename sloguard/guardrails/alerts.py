@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sloguard.config.guard import GuardBase, budget_spec
+from sloguard.config.runbooks import runbook_url
 from sloguard.config.spec import Config
 from sloguard.config.units import format_duration
 from sloguard.guardrails.server import limit
@@ -73,7 +74,7 @@ class GuardRule:
     key: str
 
 
-def _rule(target: str, name: str, guard: GuardBase) -> GuardRule:
+def _rule(target: str, name: str, guard: GuardBase, runbooks: str) -> GuardRule:
     kind = GUARDRAIL_ALERTS[name]
     threshold = limit(guard)
     window = format_duration(guard.window)
@@ -83,7 +84,13 @@ def _rule(target: str, name: str, guard: GuardBase) -> GuardRule:
                f"over {window} (alert {kind.op} {threshold:g}; the window holds {held} {kind.evidence})")
     labels = {**guard.labels, "severity": guard.severity, "guardrail": name}
     return GuardRule(kind.alert, f"{VALUE}{sel} {kind.op} {threshold!r}", guard.for_, labels,
-                     {"summary": summary, "description": kind.runbook}, f"{kind.alert}:{target}")
+                     _annotations(summary, kind.runbook, runbooks, kind.alert), f"{kind.alert}:{target}")
+
+
+def _annotations(summary: str, description: str, runbooks: str, alert: str) -> dict[str, str]:
+    """Return an alert's annotations: its summary, what to do, and its runbook page (where the template is set)."""
+    url = runbook_url(runbooks, alert)
+    return {"summary": summary, "description": description, **({"runbook_url": url} if url else {})}
 
 
 def query(selector: str, render: str) -> str:
@@ -94,7 +101,8 @@ def query(selector: str, render: str) -> str:
 
 def guardrail_rules(cfg: Config) -> list[GuardRule]:
     """Return the alert of every guardrail enabled on a target, in config order."""
-    return [_rule(t.name, name, guard) for t in cfg.targets for name, guard in t.guardrails.enabled().items()]
+    return [_rule(t.name, name, guard, cfg.runbook_url_template)
+            for t in cfg.targets for name, guard in t.guardrails.enabled().items()]
 
 
 CHECK_METRIC = "sloguard_check_consecutive_failures"
@@ -133,7 +141,8 @@ def check_rules(cfg: Config) -> list[GuardRule]:
                    f"(probe {p.name}; {evidence}, allowed {format_duration(p.within or 0.0)})")
         out.append(GuardRule(kind.alert, f"{CHECK_METRIC}{sel} {kind.op} {FAIL_AFTER}", 0.0,
                              {"severity": "warning", "check": p.kind},
-                             {"summary": summary, "description": kind.runbook}, f"{kind.alert}:{p.name}"))
+                             _annotations(summary, kind.runbook, cfg.runbook_url_template, kind.alert),
+                             f"{kind.alert}:{p.name}"))
     return out
 
 
@@ -158,5 +167,6 @@ def stage_rules(cfg: Config) -> list[GuardRule]:
         if spec.owner:
             labels["owner"] = spec.owner
         out.append(GuardRule(STAGE_ALERT, f"{STAGE_METRIC}{sel} > 1", spec.for_, labels,
-                             {"summary": summary, "description": description}, f"{STAGE_ALERT}:{slo}:{stage}"))
+                             _annotations(summary, description, cfg.runbook_url_template, STAGE_ALERT),
+                             f"{STAGE_ALERT}:{slo}:{stage}"))
     return out

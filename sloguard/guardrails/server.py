@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from sloguard.config.guard import (
@@ -27,6 +26,7 @@ from sloguard.config.guard import (
 )
 from sloguard.config.spec import Config
 from sloguard.config.units import format_duration
+from sloguard.families import declare
 from sloguard.guardrails import signals
 from sloguard.model import Sample, ServerView
 
@@ -34,6 +34,26 @@ WINDOWS = (60.0, 300.0)  # as the other sloguard_server_* rates
 HORIZON = 900.0  # the longest guardrail window
 MIN_GAUGE_READINGS = 3  # scrapes of an engine's spec-decode gauges before their mean counts as evidence
 _FROM = "computed over the window from the engine's /metrics scrapes in it"
+_TMW = ("target", "model", "window")
+SPEC_RATIO = declare("sloguard_server_spec_decode_acceptance_ratio", "gauge",
+                     f"Speculative decoding: accepted / draft tokens, {_FROM}.", _TMW)
+SPEC_LENGTH = declare("sloguard_server_spec_decode_acceptance_length", "gauge", "Speculative decoding: mean tokens "
+                      f"emitted per draft-and-verify step (accepted + the bonus token), {_FROM}.", _TMW)
+ACTIVITY = declare("sloguard_server_gpu_activity_ratio", "gauge", "GPU activity the contradiction guardrails read for "
+                   "a target: mean over its GPUs of SM activity (GPM or DCGM), else NVML utilisation; latest "
+                   "evaluation.", ("target", "source"))
+CONTRADICTIONS = {name: declare(f"sloguard_server_{name}_ratio", "gauge", f"Share of the window's evaluations with "
+                                f"{text} (thresholds from the target's guardrails, else the defaults).",
+                                ("target", "window"))
+                  for name, text in (("busy_gpu_empty_queue", "a busy GPU while no request waits"),
+                                     ("idle_gpu_deep_queue", "an idle GPU while requests wait"))}
+GUARD_VALUE = declare("sloguard_guardrail_value", "gauge", "The value an enabled guardrail's alert compares, present "
+                      "only while its window holds the evidence it needs.", ("target", "model", "guardrail"))
+GUARD_EVIDENCE = declare("sloguard_guardrail_evidence", "gauge", "What the guardrail's window holds: prompt tokens "
+                         "(prefix cache), draft tokens or gauge scrapes (speculative decoding), evaluations with a GPU "
+                         "and a queue reading (contradictions).", ("target", "model", "guardrail"))
+GUARD_THRESHOLD = declare("sloguard_guardrail_threshold", "gauge", "The threshold of an enabled guardrail.",
+                          ("target", "guardrail"))
 
 
 class ServerWindowsLike(Protocol):
@@ -154,12 +174,7 @@ class GuardSignals:
         return Reading(signals.share(flags), float(len(flags)), "readings") if flags else None
 
     def _spec_families(self, now: float, server: ServerWindowsLike) -> list[Metric]:
-        ratio_fam = GaugeMetricFamily("sloguard_server_spec_decode_acceptance_ratio",
-                                      f"Speculative decoding: accepted / draft tokens, {_FROM}.",
-                                      labels=["target", "model", "window"])
-        length_fam = GaugeMetricFamily("sloguard_server_spec_decode_acceptance_length",
-                                       "Speculative decoding: mean tokens emitted per draft-and-verify step "
-                                       f"(accepted + the bonus token), {_FROM}.", labels=["target", "model", "window"])
+        ratio_fam, length_fam = SPEC_RATIO.gauge(), SPEC_LENGTH.gauge()
         for target in sorted(self._guards):
             for w in WINDOWS:
                 label = format_duration(w)
@@ -171,18 +186,12 @@ class GuardSignals:
         return [ratio_fam, length_fam]
 
     def _contradiction_families(self, now: float) -> list[Metric]:
-        activity = GaugeMetricFamily("sloguard_server_gpu_activity_ratio",
-                                     "GPU activity the contradiction guardrails read for a target: mean over its "
-                                     "GPUs of SM activity (GPM or DCGM), else NVML utilisation; latest evaluation.",
-                                     labels=["target", "source"])
+        activity = ACTIVITY.gauge()
         for target, (value, source) in sorted(self._activity.items()):
             activity.add_metric([target, source], value)
         out: list[Metric] = [activity]
-        for name, text in (("busy_gpu_empty_queue", "a busy GPU while no request waits"),
-                           ("idle_gpu_deep_queue", "an idle GPU while requests wait")):
-            fam = GaugeMetricFamily(f"sloguard_server_{name}_ratio", f"Share of the window's evaluations with {text} "
-                                    "(thresholds from the target's guardrails, else the defaults).",
-                                    labels=["target", "window"])
+        for name, fd in CONTRADICTIONS.items():
+            fam = fd.gauge()
             for target in sorted(self._guards):
                 window = dict(zip(("busy_gpu_empty_queue", "idle_gpu_deep_queue"),
                                   self._contradiction_guards(target), strict=True))[name].window
@@ -203,15 +212,7 @@ class GuardSignals:
         return {"": r} if r is not None else {}
 
     def _guardrail_families(self, now: float, server: ServerWindowsLike) -> list[Metric]:
-        value = GaugeMetricFamily("sloguard_guardrail_value", "The value an enabled guardrail's alert compares, "
-                                  "present only while its window holds the evidence it needs.",
-                                  labels=["target", "model", "guardrail"])
-        evidence = GaugeMetricFamily("sloguard_guardrail_evidence", "What the guardrail's window holds: prompt "
-                                     "tokens (prefix cache), draft tokens or gauge scrapes (speculative decoding), "
-                                     "evaluations with a GPU and a queue reading (contradictions).",
-                                     labels=["target", "model", "guardrail"])
-        threshold = GaugeMetricFamily("sloguard_guardrail_threshold", "The threshold of an enabled guardrail.",
-                                      labels=["target", "guardrail"])
+        value, evidence, threshold = GUARD_VALUE.gauge(), GUARD_EVIDENCE.gauge(), GUARD_THRESHOLD.gauge()
         for target, spec in sorted(self._guards.items()):
             for name, guard in spec.enabled().items():
                 threshold.add_metric([target, name], limit(guard))

@@ -22,22 +22,30 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
+from sloguard import histogram
 from sloguard.config.guard import StageBudgetSpec, budget_spec
 from sloguard.config.spec import Config
 from sloguard.config.units import format_duration
+from sloguard.families import declare
 from sloguard.model import Histogram
 from sloguard.slo.burnrate import observed_min_bad
 from sloguard.slo.evaluate import scheduled_min_bad
 from sloguard.slo.model import SLO
-from sloguard.windows import histo
 
 ALLOWED = 0.05  # a p95 budget: 5 % of requests may exceed it
 PROBE_METRICS = {"connect": "connect", "ttft": "ttft", "decode": "decode", "e2e": "e2e"}
 MEASURED = {"queue": "request_queue", "prefill": "request_prefill", "network": "request_network"}
 SERVER = ("queue", "prefill", "ttft", "decode", "e2e")
+BREACH = declare("sloguard_stage_budget_breach_ratio", "gauge", "Stage p95 / its budget over the budget's alert "
+                 "window while enough requests exceed the budget to rule out healthy operation (the burn alerts' "
+                 "guard), else at most 1; the stage-budget alert fires above 1.", ("slo", "stage", "window"))
+EVIDENCE = declare("sloguard_stage_budget_evidence_ratio", "gauge", "How close the window is to the guard: the "
+                   "k_min-th largest stage value / budget (per-request stages), or requests above the budget / k_min "
+                   "(engine histograms); above 1 the guard holds.", ("slo", "stage", "window"))
+OWNERS = declare("sloguard_stage_budget_owner_info", "gauge", "Who owns each budgeted stage (1 per stage with an "
+                 "owner).", ("slo", "stage", "owner"))
 
 
 class View(Protocol):
@@ -86,9 +94,9 @@ def from_histogram(h: Histogram | None, budget: float) -> tuple[float | None, fl
     """Return (p95, evidence ratio) of an engine histogram: requests above the budget / the observed k_min."""
     if h is None or h.count <= 0:
         return None, None
-    share = histo.fraction_le(h, budget)
+    share = histogram.fraction_le(h, budget)
     above = h.count * (1.0 - share[0]) if share is not None else 0.0
-    return histo.quantile(0.95, h), above / observed_min_bad(h.count, ALLOWED)
+    return histogram.quantile(0.95, h), above / observed_min_bad(h.count, ALLOWED)
 
 
 def breach(p95: float | None, evidence: float | None, budget: float) -> float | None:
@@ -147,17 +155,7 @@ class StageBudgets:
 
     def families(self) -> list[Metric]:
         """Return `sloguard_stage_budget_{breach,evidence}_ratio` and the owners' info series."""
-        labels = ["slo", "stage", "window"]
-        breach_fam = GaugeMetricFamily("sloguard_stage_budget_breach_ratio", "Stage p95 / its budget over the "
-                                       "budget's alert window while enough requests exceed the budget to rule out "
-                                       "healthy operation (the burn alerts' guard), else at most 1; the stage-budget "
-                                       "alert fires above 1.", labels=labels)
-        evidence = GaugeMetricFamily("sloguard_stage_budget_evidence_ratio", "How close the window is to the guard: "
-                                     "the k_min-th largest stage value / budget (per-request stages), or requests "
-                                     "above the budget / k_min (engine histograms); above 1 the guard holds.",
-                                     labels=labels)
-        owners = GaugeMetricFamily("sloguard_stage_budget_owner_info", "Who owns each budgeted stage (1 per "
-                                   "stage with an owner).", labels=["slo", "stage", "owner"])
+        breach_fam, evidence, owners = BREACH.gauge(), EVIDENCE.gauge(), OWNERS.gauge()
         for st in self.statuses:
             lab = [st.slo, st.stage, format_duration(st.window)]
             if st.breach is not None:

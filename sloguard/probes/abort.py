@@ -3,7 +3,7 @@
 One run: read the engine's request signals (sloguard.probes.enginestate), send a long generation
 (`ignore_eos`, a large `max_tokens`), read it until the first token, read the signals again while the
 request holds its slot, close the connection, then read /metrics every POLL_S until the engine shows the
-request gone (its abort count rose, or its running count fell: sloguard.guardrails.checks.released) or the
+request gone (its abort count rose, or its running count fell: sloguard.probes.checks.released) or the
 probe's `timeout` ends the watch. The time to release is counted from the close to the first read that shows
 it (an upper bound, within one poll of the truth); within `within` the check passes.
 """
@@ -15,8 +15,8 @@ import time
 
 import aiohttp
 
-from sloguard.guardrails.checks import PASSED, EngineState, abort_outcome, released
 from sloguard.model import ProbeResult
+from sloguard.probes.checks import PASSED, EngineState, abort_outcome, released
 from sloguard.probes.enginestate import CheckError, EngineReader
 from sloguard.probes.events import Decoder, safe_decode
 from sloguard.probes.job import ProbeJob
@@ -26,7 +26,7 @@ from sloguard.probes.workload import Prompt
 
 POLL_S = 0.1
 # /metrics URLs whose abort count was seen to rise when a check's request was released: from then on only
-# that count decides (sloguard.guardrails.checks.released). Per probe process, so a restart learns it again.
+# that count decides (sloguard.probes.checks.released). Per probe process, so a restart learns it again.
 _COUNTING: set[str] = set()
 
 

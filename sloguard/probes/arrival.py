@@ -22,10 +22,14 @@ parsed head when later bytes of the same read are malformed), the error a connec
 and it wakes the body reader when the parser fails mid-body (the C parser closes the connection without
 failing the body, so a read would wait for the timeout). Reads on probe connections are capped at
 READ_SIZE bytes, which bounds the parsing one read costs the loop (a 256 KiB read of tiny chunks: ~8 ms).
+
+While a request runs, the CPU aiohttp spends parsing its reads is charged to its budget (`budget`), and
+`complete_by` tells its deadline whether its whole answer arrived in time, after reading what the kernel holds.
 """
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -35,20 +39,25 @@ from typing import Any
 import aiohttp
 
 from sloguard.probes import rxstamp
+from sloguard.probes.budget import CpuBudget
 
 Clock = Callable[[], int]
 Mark = tuple[int, int]  # (arrival stamp ns, body bytes received up to and including that read)
 _ATTR = "_sloguard_arrivals"
 READ_SIZE = 16 * 1024  # bytes per socket read on a probe connection (asyncio's default: 256 KiB)
+DRAIN_READS = 16  # reads `complete_by` runs at most (256 KiB): an answer the loop is further behind on is late
 
 
 class Arrivals:
     """Per-connection log of reads: `marks` for the body being received, the last status line, how it ended."""
 
-    __slots__ = ("head_ns", "lost", "marks", "payload", "sent_ns", "status")
+    __slots__ = ("budget", "head_ns", "lost", "marks", "payload", "read_ns", "sent_ns", "status", "transport")
 
-    def __init__(self) -> None:
+    def __init__(self, transport: Any = None) -> None:
+        self.transport = transport
+        self.budget: CpuBudget | None = None  # the running request's, charged for parsing its reads
         self.sent_ns = 0  # when the latest write on this connection was handed to the kernel
+        self.read_ns = 0  # the stamp of the latest socket read on this connection
         self.payload: object | None = None
         self.marks: list[Mark] = []
         self.head_ns = 0  # arrival of the read that completed the current response's head (status line)
@@ -69,14 +78,53 @@ class Arrivals:
         if isinstance(total, int) and total > (self.marks[-1][1] if self.marks else 0):
             self.marks.append((t_ns, total))
 
+    def complete_by(self, since_ns: int, deadline_ns: int) -> bool:
+        """Tell whether the whole answer to a request sent after `since_ns` had arrived by `deadline_ns`.
+
+        Reads what the kernel holds for the connection first (the loop may not have got to it yet), in arrival
+        order, until the answer is complete, a read arrived after the deadline, or DRAIN_READS reads were made.
+        """
+        for _ in range(DRAIN_READS):
+            if self._done(since_ns) or (self.marks and self.marks[-1][0] > deadline_ns) or not self._read_now():
+                break
+        if not self._done(since_ns):
+            return False
+        end = self.marks[-1][0] if self.marks else self.head_ns
+        return end <= deadline_ns
+
+    def _done(self, since_ns: int) -> bool:
+        """Return True once the body of the response to a request sent after `since_ns` was received whole."""
+        payload: Any = self.payload
+        return payload is not None and self.head_ns >= since_ns and bool(payload.is_eof())
+
+    def _read_now(self) -> bool:
+        """Run one pending socket read now, stamped and parsed as the loop would (plain TCP); False if none."""
+        transport = self.transport
+        read, sock = getattr(transport, "_read_ready", None), getattr(transport, "_sock", None)
+        if read is None or not isinstance(sock, socket.socket) or transport.is_closing() or not _readable(sock):
+            return False
+        read()
+        return True
+
+
+def _readable(sock: socket.socket) -> bool:
+    """Return True if a read on `sock` would not block (bytes, end of file or an error are pending)."""
+    try:
+        sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        return True
+    return True
+
 
 def install(protocol: Any, clock: Clock = time.perf_counter_ns) -> Arrivals:
     """Wrap `protocol.data_received` (and `connection_lost`) once: stamp each read before parsing; return its log."""
     found = vars(protocol).get(_ATTR)
     if isinstance(found, Arrivals):
         return found
-    log, inner, inner_lost = Arrivals(), protocol.data_received, protocol.connection_lost
     transport: Any = getattr(protocol, "transport", None)
+    log, inner, inner_lost = Arrivals(transport), protocol.data_received, protocol.connection_lost
     if isinstance(getattr(transport, "max_size", None), int):  # plain TCP transports (not TLS)
         transport.max_size = READ_SIZE
     if clock is time.perf_counter_ns:  # an injected clock (tests) stays in charge
@@ -85,7 +133,10 @@ def install(protocol: Any, clock: Clock = time.perf_counter_ns) -> Arrivals:
         _stamp_writes(transport, log)
 
     def data_received(data: bytes) -> None:
-        t_ns = clock()
+        # b"": aiohttp resumes parsing bytes it held back while its buffer was full: they came with earlier reads
+        t_ns = log.read_ns = clock() if data else log.read_ns
+        budget = log.budget
+        cpu_ns = time.thread_time_ns() if budget is not None else 0
         before = getattr(protocol, "_payload", None)
         if (before is None or before.is_eof()) and data[:5] == b"HTTP/":
             log.status = _status(data)
@@ -93,6 +144,8 @@ def install(protocol: Any, clock: Clock = time.perf_counter_ns) -> Arrivals:
         log.record(t_ns, getattr(protocol, "_payload", None))
         if before is not None and not before.is_eof():
             _fail_body(before, protocol)
+        if budget is not None:
+            budget.charge(time.thread_time_ns() - cpu_ns)
 
     def connection_lost(exc: BaseException | None) -> None:
         log.lost = exc
@@ -147,24 +200,27 @@ def _fail_body(payload: Any, protocol: Any) -> None:
 class Capture:
     """Which connection log served the request running in this task (set by StampedResponse.start)."""
 
-    __slots__ = ("log",)
+    __slots__ = ("budget", "log")
 
-    def __init__(self) -> None:
+    def __init__(self, budget: CpuBudget | None = None) -> None:
         self.log: Arrivals | None = None
+        self.budget = budget  # charged for the reads of this request's connection while it runs
 
 
 _capture: ContextVar[Capture | None] = ContextVar("sloguard_arrivals_capture", default=None)
 
 
 @contextmanager
-def capturing() -> Iterator[Capture]:
+def capturing(budget: CpuBudget | None = None) -> Iterator[Capture]:
     """Collect the connection log of the request made inside this block (even when its head fails)."""
-    cap = Capture()
+    cap = Capture(budget)
     token = _capture.set(cap)
     try:
         yield cap
     finally:
         _capture.reset(token)
+        if cap.log is not None and cap.log.budget is budget:
+            cap.log.budget = None  # a kept-alive connection's next request has its own
 
 
 class StampedResponse(aiohttp.ClientResponse):
@@ -179,6 +235,8 @@ class StampedResponse(aiohttp.ClientResponse):
         log = install(connection.protocol, type(self).clock) if connection.protocol is not None else None
         if (cap := _capture.get()) is not None:
             cap.log = log
+            if log is not None:
+                log.budget = cap.budget
         resp = await super().start(connection)
         if log is not None and log.payload is self.content:
             self.marks, self.head_ns = log.marks, log.head_ns

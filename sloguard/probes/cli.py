@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from sloguard.config.load import ConfigError, load_config
 from sloguard.config.secrets import SecretError, read_secret
 from sloguard.config.spec import Config
+from sloguard.escape import terminal
 from sloguard.model import ProbeResult
 from sloguard.probes.history import to_row
 from sloguard.probes.job import ProbeJob, jobs_from_config
@@ -59,7 +60,7 @@ def _cell(r: ProbeResult, attr: str, scale: float, fmt: str) -> str:
     value = getattr(r, attr)
     if value is None:
         return "-"
-    return format(value * scale, fmt) if fmt != "s" else str(value)
+    return format(value * scale, fmt) if fmt != "s" else terminal(str(value))  # errors quote the server
 
 
 def table(results: Sequence[ProbeResult]) -> str:

@@ -12,7 +12,7 @@ import time
 
 import aiohttp
 
-from sloguard.guardrails.checks import ABORT_REASONS, EngineState
+from sloguard.probes.checks import ABORT_REASONS, EngineState
 from sloguard.sources.engines import ENGINES, detect_engine, normalise
 from sloguard.sources.engines.schema import EngineMap
 from sloguard.sources.parse import ParseError, parse_text

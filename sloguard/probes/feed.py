@@ -6,8 +6,8 @@ import logging
 import time
 from collections.abc import Sequence
 
-from sloguard.guardrails.checkmetrics import CheckMetrics
 from sloguard.model import ProbeResult
+from sloguard.probes.checkmetrics import CheckMetrics
 from sloguard.probes.history import ProbeHistory
 from sloguard.probes.job import ProbeJob
 from sloguard.probes.metrics import ProbeMetrics

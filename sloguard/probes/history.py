@@ -13,7 +13,7 @@ from dataclasses import fields
 from typing import Any
 
 from sloguard.model import LIVE_ONLY_FIELDS, ProbeResult
-from sloguard.probes.outcome import outcome
+from sloguard.outcome import outcome
 
 ROW_FIELDS = tuple(f.name for f in fields(ProbeResult) if f.name not in LIVE_ONLY_FIELDS)
 DEFAULT_PAGE, MAX_PAGE = 100, 500

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sloguard.urls import api_root
+
 if TYPE_CHECKING:  # the probe process unpickles jobs without importing pydantic
     from sloguard.config.spec import Config, ProbeSpec, TargetSpec
 
@@ -74,7 +76,7 @@ def _job(
         name=spec.name,
         target=spec.target,
         api=spec.api,
-        url=target.api_url.rstrip("/"),
+        url=api_root(target.api_url),
         model=spec.model or target.model or "",
         max_tokens=spec.max_tokens,
         ignore_eos=spec.ignore_eos,

@@ -8,18 +8,15 @@ from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from prometheus_client.metrics_core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    HistogramMetricFamily,
-    Metric,
-)
+from prometheus_client.metrics_core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.samples import Exemplar
 
+from sloguard.censoring import censored_metrics
+from sloguard.families import declare
 from sloguard.model import ProbeResult
-from sloguard.probes.outcome import outcome
+from sloguard.outcome import outcome
 from sloguard.probes.timing import ITL_BUCKETS
-from sloguard.windows.probe import censored_metrics
+from sloguard.untrusted import MAX_TOKENS
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0,
                    3.0, 5.0, 7.5, 10.0, 20.0, 30.0, 60.0)
@@ -35,6 +32,24 @@ HISTOGRAMS: dict[str, tuple[str, tuple[float, ...], str]] = {
     "connect": ("connect_s", LATENCY_BUCKETS, "Probe TCP/TLS connection set-up (0 on a reused connection)."),
 }
 HIST_LABELS = ("probe", "target", "model", "prompt_bucket")
+HIST_FAMILIES = {name: declare(f"sloguard_probe_{name}_seconds", "histogram", doc, HIST_LABELS)
+                 for name, (_, _, doc) in HISTOGRAMS.items()}
+REQUESTS = declare("sloguard_probe_requests", "counter", "Probe requests by outcome.", ("probe", "target", "outcome"))
+TOKENS = {kind: declare(f"sloguard_probe_{kind}_tokens", "counter",
+                        f"Probe {kind} tokens as reported by the server's usage.", ("probe", "target"))
+          for kind in ("output", "prompt")}
+LAST_SUCCESS = declare("sloguard_probe_last_success_timestamp_seconds", "gauge",
+                       "Unix time of the probe's last successful request.", ("probe",))
+SUCCESS_AGE = declare("sloguard_probe_last_success_age_seconds", "gauge",
+                      "Seconds since the last success, or since the probe's first recorded request (else the daemon "
+                      "start) if none; kept across restarts from the store; computed at evaluation time.", ("probe",))
+OVERHEAD = declare("sloguard_probe_timing_overhead_seconds", "gauge",
+                   "Probe process timing error bar: the p99 wait a socket read has before the probe loop reads it "
+                   "(time-weighted over every busy period of the loop in the last minute) plus clock read cost; "
+                   "arrivals with a kernel receive stamp (Linux, plain HTTP) are not subject to it, sends are.")
+STALL = declare("sloguard_probe_loop_stall_max_seconds", "gauge",
+                "Longest time the probe process's loop ran without polling its sockets in the last minute "
+                "(a read arriving then is stamped that late unless the kernel stamped it).")
 
 
 @dataclass
@@ -121,7 +136,7 @@ class ProbeMetrics:
         key = (r.probe, r.target, outcome(r))
         self._requests[key] = self._requests.get(key, 0) + 1
         for kind, count in (("output", r.output_tokens), ("prompt", r.prompt_tokens)):
-            if count:
+            if isinstance(count, int) and 0 < count <= MAX_TOKENS:  # a counter never goes down or NaN
                 tk = (r.probe, r.target)
                 self._tokens[kind][tk] = self._tokens[kind].get(tk, 0) + count
         if r.ok:
@@ -134,7 +149,7 @@ class ProbeMetrics:
     def _observe_failed(self, r: ProbeResult) -> None:
         """Observe what a failed request reached; count it in +Inf where it ended before the metric's event.
 
-        Same rules as the SLO windows (sloguard.windows.probe.CENSORING): histogram_quantile then reads a
+        Same rules as the SLO windows (sloguard.censoring.CENSORING): histogram_quantile then reads a
         quantile that falls among such requests as the top finite bucket bound, never as a fast value.
         """
         labels = (r.probe, r.target, r.model, r.prompt_bucket)
@@ -172,23 +187,14 @@ class ProbeMetrics:
         out: list[Metric] = [self._histogram(name) for name in HISTOGRAMS]
         out.extend(self._counters())
         out.extend(self._freshness(now))
-        if self._overhead is not None:
-            out.append(GaugeMetricFamily(
-                "sloguard_probe_timing_overhead_seconds",
-                "Probe process timing error bar: the p99 wait a socket read has before the probe loop reads it "
-                "(time-weighted over every busy period of the loop in the last minute) plus clock read cost; "
-                "arrivals with a kernel receive stamp (Linux, plain HTTP) are not subject to it, sends are.",
-                value=self._overhead))
-        if self._stall is not None:
-            out.append(GaugeMetricFamily(
-                "sloguard_probe_loop_stall_max_seconds",
-                "Longest time the probe process's loop ran without polling its sockets in the last minute "
-                "(a read arriving then is stamped that late unless the kernel stamped it).", value=self._stall))
+        for fd, value in ((OVERHEAD, self._overhead), (STALL, self._stall)):
+            if value is not None:
+                out.append(GaugeMetricFamily(fd.name, fd.help, value=value))
         return out
 
     def _histogram(self, name: str) -> HistogramMetricFamily:
-        _, bounds, doc = HISTOGRAMS[name]
-        fam = HistogramMetricFamily(f"sloguard_probe_{name}_seconds", doc, labels=HIST_LABELS)
+        bounds = HISTOGRAMS[name][1]
+        fam = HIST_FAMILIES[name].histogram()
         for labels, h in sorted(self._hists[name].items()):
             cumulative, buckets = 0, list[tuple[str, float] | tuple[str, float, Exemplar]]()
             for i, le in enumerate((*bounds, math.inf)):
@@ -199,27 +205,19 @@ class ProbeMetrics:
         return fam
 
     def _counters(self) -> list[Metric]:
-        req = CounterMetricFamily("sloguard_probe_requests", "Probe requests by outcome.",
-                                  labels=("probe", "target", "outcome"))
+        req = REQUESTS.counter()
         for key, n in sorted(self._requests.items()):
             req.add_metric(list(key), n)
         out: list[Metric] = [req]
         for kind, rows in self._tokens.items():
-            fam = CounterMetricFamily(f"sloguard_probe_{kind}_tokens",
-                                      f"Probe {kind} tokens as reported by the server's usage.",
-                                      labels=("probe", "target"))
+            fam = TOKENS[kind].counter()
             for pair, n in sorted(rows.items()):
                 fam.add_metric(list(pair), n)
             out.append(fam)
         return out
 
     def _freshness(self, now: float) -> list[Metric]:
-        ts = GaugeMetricFamily("sloguard_probe_last_success_timestamp_seconds",
-                               "Unix time of the probe's last successful request.", labels=("probe",))
-        age = GaugeMetricFamily("sloguard_probe_last_success_age_seconds",
-                                "Seconds since the last success, or since the probe's first recorded request "
-                                "(else the daemon start) if none; kept across restarts from the store; "
-                                "computed at evaluation time.", labels=("probe",))
+        ts, age = LAST_SUCCESS.gauge(), SUCCESS_AGE.gauge()
         for probe in sorted(self._probes):
             last = self._last_success.get(probe)
             if last is not None:

@@ -2,39 +2,46 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
 
 import aiohttp
 
+from sloguard import untrusted
 from sloguard.model import ProbeResult
+from sloguard.probes.chunk import Chunk, error_text
 from sloguard.probes.job import ProbeJob
 from sloguard.probes.stream import run_stream
-from sloguard.probes.timing import Chunk
 from sloguard.probes.workload import Prompt
 from sloguard.traces.inband import inband_record
-
-
-def error_text(obj: dict[str, Any]) -> str | None:
-    """Return the message of an `{"error": ...}` or `{"object": "error"}` event, else None."""
-    if obj.get("object") == "error":
-        return str(obj.get("message", "error"))[:200]
-    err = obj.get("error")
-    if err is None:
-        return None
-    if isinstance(err, dict):
-        return str(err.get("message") or json.dumps(err))[:200]
-    return str(err)[:200]
+from sloguard.traces.record import ServerRecord
+from sloguard.untrusted import Invalid
+from sloguard.urls import api_endpoint
 
 
 def _usage(obj: dict[str, Any]) -> tuple[int | None, int | None]:
-    """Return (output, prompt) tokens from `usage`, else from llama.cpp's `timings`."""
+    """Return (output, prompt) tokens from `usage`, else from llama.cpp's `timings`; Invalid when out of range."""
     usage = obj.get("usage") or {}
     timings = obj.get("timings") or {}
+    if not isinstance(usage, dict) or not isinstance(timings, dict):
+        raise Invalid("not_an_object", "usage")
     output = usage.get("completion_tokens", timings.get("predicted_n"))
     prompt = usage.get("prompt_tokens", timings.get("prompt_n"))
-    return output, prompt
+    return (untrusted.optional(untrusted.tokens, output, what="usage.completion_tokens"),
+            untrusted.optional(untrusted.tokens, prompt, what="usage.prompt_tokens"))
+
+
+def checked_record(record: ServerRecord | None) -> ServerRecord | None:
+    """Return an in-band record whose times are finite seconds and whose counts are token counts, or raise Invalid."""
+    if record is None:
+        return None
+    times = {k: untrusted.optional(untrusted.seconds, getattr(record, k), what=f"record.{k}")
+             for k in ("ttft_s", "queue_s", "prefill_s", "decode_s", "e2e_s")}
+    counts = {k: untrusted.optional(untrusted.tokens, getattr(record, k), what=f"record.{k}")
+              for k in ("output_tokens", "prompt_tokens")}
+    return dataclasses.replace(record, **times, **counts)
 
 
 def _stated_tokens(choice: dict[str, Any], key: str) -> int | None:
@@ -75,7 +82,7 @@ def _decode(data: str, chat: bool) -> Chunk:
     output, prompt = _usage(obj)
     return Chunk(content=content, reasoning=reasoning, tokens=tokens, output_tokens=output, prompt_tokens=prompt,
                  done=bool(finish), chars=chars, step=step and not (content or reasoning), finish=finish,
-                 record=inband_record(obj))
+                 record=checked_record(inband_record(obj)))
 
 
 def _text(value: Any) -> str:
@@ -93,8 +100,7 @@ def decode_completion(data: str) -> Chunk:
 
 
 def _endpoint(job: ProbeJob, path: str) -> str:
-    base = job.url if job.url.endswith("/v1") else f"{job.url}/v1"
-    return f"{base}/{path}"
+    return api_endpoint(job.url, f"/v1/{path}")
 
 
 def _body(job: ProbeJob, extra: dict[str, Any]) -> dict[str, Any]:

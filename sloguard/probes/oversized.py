@@ -4,36 +4,35 @@ The context length is the probe's `context_length`, else what the server says it
 CONTEXT_TTL_S): `max_model_len` of the model in `/v1/models` (vLLM, SGLang), `meta.n_ctx` there or
 `default_generation_settings.n_ctx` in `/props` (llama.cpp), `max_input_tokens` in `/info` (TGI). The prompt
 has 1.5 × that many one-token words (+64), so it overflows under any usual tokenizer; the verdict is
-sloguard.guardrails.checks.oversized_outcome, timed from the send to the answer (the status line and the
+sloguard.probes.checks.oversized_outcome, timed from the send to the answer (the status line and the
 first 512 bytes of an error, or the end of an accepted stream).
 """
 
 from __future__ import annotations
 
-import json
 import random
 import time
 from typing import Any
 
 import aiohttp
 
-from sloguard.guardrails.checks import oversized_outcome, prompt_words
+from sloguard import untrusted
 from sloguard.model import ProbeResult
 from sloguard.probes.abort import check_result
+from sloguard.probes.checks import oversized_outcome, prompt_words
 from sloguard.probes.enginestate import CheckError, read_capped
 from sloguard.probes.events import Events
 from sloguard.probes.job import ProbeJob
 from sloguard.probes.openai import request_for
 from sloguard.probes.stream import fetch
 from sloguard.probes.workload import Prompt, filler
+from sloguard.untrusted import Invalid
+from sloguard.urls import api_root
 
 CONTEXT_TTL_S = 600.0
+MAX_CONTEXT = 4 * 1024 * 1024  # tokens a server may state; a longer context needs the probe's context_length
 INFO_BYTES = 1024 * 1024
 _served: dict[tuple[str, str], tuple[int, float]] = {}  # (root URL, model) -> (context length, read at)
-
-
-def _root(url: str) -> str:
-    return url.removesuffix("/").removesuffix("/v1")
 
 
 def context_from(path: str, doc: Any, model: str) -> int | None:
@@ -48,12 +47,18 @@ def context_from(path: str, doc: Any, model: str) -> int | None:
         found = (doc.get("default_generation_settings") or {}).get("n_ctx") or doc.get("n_ctx")
     else:
         found = doc.get("max_input_tokens") or doc.get("max_input_length")
-    return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 else None
+    if found is None or found is False:
+        return None
+    try:
+        return untrusted.count(found, hi=MAX_CONTEXT, what=f"{path} context length") or None
+    except Invalid as exc:  # the prompt is 1.5x this many words: a forged 10^12 would exhaust memory
+        untrusted.reject("probe", exc.reason, str(exc))
+        return None
 
 
 async def served_context(session: aiohttp.ClientSession, job: ProbeJob) -> int | None:
     """Return the context length the server says it serves for the job's model (cached), or None."""
-    key = (_root(job.url), job.model)
+    key = (api_root(job.url), job.model)
     got = _served.get(key)
     if got is not None and time.monotonic() - got[1] < CONTEXT_TTL_S:
         return got[0]
@@ -62,7 +67,7 @@ async def served_context(session: aiohttp.ClientSession, job: ProbeJob) -> int |
         try:
             async with session.get(key[0] + path, headers=headers, allow_redirects=False,
                                    timeout=aiohttp.ClientTimeout(total=5.0)) as resp:
-                doc = json.loads(await read_capped(resp, INFO_BYTES)) if resp.status == 200 else None
+                doc = untrusted.json_doc(await read_capped(resp, INFO_BYTES)) if resp.status == 200 else None
         except (aiohttp.ClientError, OSError, TimeoutError, ValueError, CheckError):
             continue
         found = context_from(path, doc, job.model)

@@ -15,8 +15,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sloguard.probes.events import Events
-    from sloguard.probes.stream import Sink
+    from sloguard.probes.events import Events, Sink
 
 # (trace id, the prompt's nominal tokens) -> None; set per probe task by the probe process (contextvars are per task)
 Prefilled = Callable[[str, int], None]

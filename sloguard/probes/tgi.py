@@ -6,12 +6,13 @@ import json
 
 import aiohttp
 
+from sloguard import untrusted
 from sloguard.model import ProbeResult
+from sloguard.probes.chunk import Chunk, error_text
 from sloguard.probes.job import ProbeJob
-from sloguard.probes.openai import error_text
 from sloguard.probes.stream import run_stream
-from sloguard.probes.timing import Chunk
 from sloguard.probes.workload import Prompt
+from sloguard.untrusted import Invalid
 
 
 def decode_tgi(data: str) -> Chunk:
@@ -25,7 +26,10 @@ def decode_tgi(data: str) -> Chunk:
     text = token.get("text") if not token.get("special", False) else ""
     details = obj.get("details") or {}
     final = obj.get("generated_text") is not None or bool(details)
-    return Chunk(content=bool(text), tokens=1 if token else None, output_tokens=details.get("generated_tokens"),
+    if not isinstance(details, dict):
+        raise Invalid("not_an_object", "details")
+    output = untrusted.optional(untrusted.tokens, details.get("generated_tokens"), what="details.generated_tokens")
+    return Chunk(content=bool(text), tokens=1 if token else None, output_tokens=output,
                  done=final, chars=len(text) if isinstance(text, str) else 0,
                  finish=str(details.get("finish_reason") or ""))
 

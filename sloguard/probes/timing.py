@@ -5,6 +5,8 @@ states its tokens (`token_ids`, logprobs, TGI's one token per event), text or no
 steps (an empty delta, the finish chunk), counted against the server's usage total:
 - usage = text events + textless steps: the engine streams one token per event (vLLM: a token that decodes
   to no text yet, and the end-of-sequence token, arrive as empty-text events): each carries one;
+- usage = text events + textless steps − 1, the last step a finish chunk of its own: one token per event, the
+  finish chunk none (vLLM: finish_reason "length" in an empty delta after the last token);
 - otherwise a textless finish chunk whose reason is not "length" carries the one token that ended the answer
   (llama.cpp: end-of-sequence or the last token of a stop string, counted in usage but never sent as text);
   the rest of usage is shared over the text events by text length (multi-token chunks, held-back bytes).
@@ -23,6 +25,7 @@ from itertools import accumulate, pairwise
 from math import fsum
 from typing import NamedTuple
 
+from sloguard.probes.chunk import Chunk
 from sloguard.traces.record import ServerRecord
 
 NS = 1e-9
@@ -30,28 +33,6 @@ SLICE_EVENTS = 2048  # candidate events per slice of the end-of-request pass (~0
 # Bucket bounds (seconds) of the per-token ITL histogram; a result carries its own counts per bucket (+Inf last).
 ITL_BUCKETS = (0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1,
                0.15, 0.2, 0.3, 0.5, 1.0, 2.5)
-
-
-@dataclass(frozen=True, slots=True)
-class Chunk:
-    """What one stream event says, decoded by an API module; everything optional (add new fields at the end)."""
-
-    content: bool = False  # carries >= 1 generated non-reasoning token
-    reasoning: bool = False  # carries >= 1 generated reasoning token
-    tokens: int | None = None  # token count, only where the event states it (token_ids, logprobs, TGI)
-    output_tokens: int | None = None  # server-reported generated tokens (usage, details, timings)
-    prompt_tokens: int | None = None
-    error: str | None = None
-    done: bool = False  # a terminator the API defines ([DONE], finish_reason, final details)
-    chars: int = 0  # generated text length, to share out a server token total over uneven chunks
-    record: ServerRecord | None = None  # the server's own timings of the request, in-band (sloguard.traces)
-    step: bool = False  # a generation step without text (empty delta, finish chunk): may carry a token
-    finish: str = ""  # finish_reason as sent ("stop", "length", ...), "" when none
-
-    @property
-    def bearing(self) -> bool:
-        """Return True if the event carries generated text (content or reasoning)."""
-        return self.content or self.reasoning
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +89,7 @@ class _Rule(NamedTuple):
     chars: int
     steps: float  # per unstated textless step
     eos_index: int  # the one step that carries the final token (-1: none)
+    skip_index: int = -1  # the one step that carries none: a textless finish chunk after the last token
 
 
 class Tally:
@@ -172,6 +154,9 @@ class Tally:
         if remainder == text + steps:  # one token per event, empty-text steps included
             return _Rule(1.0, 0.0, 0, 1.0, -1)
         last = self._last_step
+        if last == len(self._cands) - 1 and self._last_finish and remainder == text + steps - 1:
+            # one token per event, and the finish came in a chunk of its own (vLLM's {} delta with finish_reason)
+            return _Rule(1.0, 0.0, 0, 1.0, -1, last)
         eos = last >= 0 and self._last_finish not in ("", "length") and remainder >= text + 1
         share = remainder - (1 if eos else 0)
         spread = text > 0 and share > text + (0 if eos else 1)
@@ -247,6 +232,8 @@ def _tokens(cands: _Cands, i: int, rule: _Rule) -> float:
         return float(stated)
     if cands.text[i]:
         return rule.share * cands.chars[i] / rule.chars if rule.share else rule.text
+    if i == rule.skip_index:
+        return 0.0
     return 1.0 if i == rule.eos_index else rule.steps
 
 

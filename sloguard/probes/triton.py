@@ -8,10 +8,9 @@ from typing import Any
 import aiohttp
 
 from sloguard.model import ProbeResult
+from sloguard.probes.chunk import Chunk, error_text
 from sloguard.probes.job import ProbeJob
-from sloguard.probes.openai import error_text
 from sloguard.probes.stream import run_stream
-from sloguard.probes.timing import Chunk
 from sloguard.probes.workload import Prompt
 
 DEFAULT_MODEL = "ensemble"

@@ -14,25 +14,28 @@ import contextlib
 import gc
 import multiprocessing as mp
 import os
-import queue
 import random
 import signal
-import threading
+import sys
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
 import aiohttp
 
+from sloguard import untrusted
 from sloguard.model import ProbeResult
 from sloguard.probes import PROBES
 from sloguard.probes.job import ProbeJob
 from sloguard.probes.lag import BusyMeter
+from sloguard.probes.outbox import Outbox
 from sloguard.probes.prefill import PREFILLED
+from sloguard.probes.quarantine import HELPER, SPAN_KEY_ENV, Quarantine
 from sloguard.probes.stream import make_session
 from sloguard.probes.workload import pick_prompt
+from sloguard.traces import ids
 
 STOP_GRACE_S = 3.0  # in-flight requests may finish within this on stop (ProbeWorker.stop waits 1 s longer)
 REPORT_FIRST_S = 1.0  # first overhead report after 1 s
@@ -60,7 +63,7 @@ class ProbeWorker:
     def start(self) -> None:
         """Spawn the process; its probes start staggered over their intervals, never all at once."""
         self._proc = self._ctx.Process(
-            target=main, args=(self._jobs, self._cmd_child, self._results_child, os.getpid()),
+            target=main, args=(self._jobs, self._cmd_child, self._results_child, os.getpid(), ids.key()),
             name="sloguard-probe", daemon=True,
         )
         self._proc.start()
@@ -87,6 +90,8 @@ class ProbeWorker:
                 self._started.append(value)
             elif kind == "prefilled":
                 self._prefilled.append(value)
+            elif kind == "invalid":  # counted where /metrics is served, logged once there
+                untrusted.reject(*value)
             else:
                 self.overhead_seconds, self.stall_seconds = (float(v) for v in value)
 
@@ -125,44 +130,25 @@ class ProbeWorker:
         return self._proc is not None and bool(self._proc.is_alive())
 
 
-def main(jobs: Sequence[ProbeJob], cmd: Connection, results: Connection, parent_pid: int) -> None:
-    """Entry point of the probe process; freeze import-time objects first (full GC: ~13 ms -> ~0)."""
+def main(jobs: Sequence[ProbeJob], cmd: Connection, results: Connection, parent_pid: int,
+         span_key: bytes | None = None, helper: bool = False) -> None:
+    """Entry point of the probe process (and of its helper, sloguard.probes.quarantine); freeze import-time
+    objects first (full GC: ~13 ms -> ~0)."""
+    if span_key is not None:
+        ids.use_key(span_key)  # its traceparents carry span ids the daemon's join recognises
     gc.freeze()  # ~30k objects from imports never die; a full collection over them would stall stamps
     # Ctrl-C and a group-wide SIGTERM are the daemon's to handle: it stops this process via the command pipe.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    runner = _Runner(cmd, results, parent_pid)
+    runner = _Runner(cmd, results, parent_pid, helper)
+    untrusted.forward(runner.report_invalid)  # counted in the daemon, where /metrics is served
     asyncio.run(runner.run(jobs))
 
 
-class Outbox:
-    """Send (kind, value) messages to the parent from a feeder thread; `close` flushes them all."""
-
-    def __init__(self, conn: Connection) -> None:
-        self._conn, self._queue = conn, queue.SimpleQueue[tuple[str, Any] | None]()
-        self._thread = threading.Thread(target=self._feed, name="sloguard-probe-results", daemon=True)
-        self._thread.start()
-
-    def put(self, item: tuple[str, Any]) -> None:
-        """Queue one message (never blocks the loop)."""
-        self._queue.put(item)
-
-    def _feed(self) -> None:
-        while (item := self._queue.get()) is not None:
-            try:
-                self._conn.send(item)
-            except OSError:  # the parent is gone: nothing to deliver to
-                return
-
-    def close(self) -> None:
-        """Send what is queued, then stop the thread."""
-        self._queue.put(None)
-        self._thread.join()
-        self._conn.close()
-
-
 class _Runner:
-    def __init__(self, cmd: Connection, results: Connection, parent_pid: int) -> None:
+    def __init__(self, cmd: Connection, results: Connection, parent_pid: int, helper: bool = False) -> None:
         self._cmd, self._results, self._parent = cmd, Outbox(results), parent_pid
+        self._quarantine = None if helper else Quarantine(self._results.put, lambda: self._apply(self._jobs))
+        self._jobs: tuple[ProbeJob, ...] = ()  # all of them, quarantined targets' too
         self._schedules: dict[ProbeJob, asyncio.Task[None]] = {}
         self._due: dict[str, float] = {}  # probe name -> next due loop time, kept across setting changes
         self._running: dict[str, asyncio.Task[None]] = {}
@@ -170,6 +156,10 @@ class _Runner:
         self._stop = asyncio.Event()
         self._session: aiohttp.ClientSession | None = None
         self._meter = BusyMeter()
+
+    def report_invalid(self, source: str, reason: str, detail: str, n: int) -> None:
+        """Hand rejected peer values to the daemon's counter (sloguard.untrusted.forward)."""
+        self._results.put(("invalid", (source, reason, detail, n)))
 
     async def run(self, jobs: Sequence[ProbeJob]) -> None:
         loop = asyncio.get_running_loop()
@@ -182,8 +172,10 @@ class _Runner:
             await self._stop.wait()
             for task in (monitor, *self._schedules.values()):
                 task.cancel()
-            if self._inflight:
-                await asyncio.wait(self._inflight, timeout=STOP_GRACE_S)
+            waits: list[Awaitable[object]] = [self._quarantine.close(STOP_GRACE_S)] if self._quarantine else []
+            if self._inflight:  # a copy: the set empties itself as requests end
+                waits.append(asyncio.wait(set(self._inflight), timeout=STOP_GRACE_S))
+            await asyncio.gather(*waits)
         loop.remove_reader(self._cmd.fileno())
         self._results.close()
 
@@ -201,8 +193,9 @@ class _Runner:
 
     def _apply(self, jobs: Sequence[ProbeJob]) -> None:
         """Cancel schedules of removed jobs; a changed job keeps its probe's phase, a new one starts at an
-        offset spread over its interval."""
-        wanted = list(dict.fromkeys(jobs))
+        offset spread over its interval; quarantined targets' jobs go to the helper process."""
+        self._jobs = tuple(jobs)
+        wanted = list(dict.fromkeys(self._quarantine.split(jobs) if self._quarantine is not None else jobs))
         for job in [j for j in self._schedules if j not in wanted]:
             self._schedules.pop(job).cancel()
         names = {j.name for j in wanted}
@@ -252,6 +245,8 @@ class _Runner:
                                  prompt_bucket=prompt.bucket, check_kind="" if job.kind == "latency" else job.kind,
                                  check_outcome="" if job.kind == "latency" else "error")
         self._results.put(("result", result))
+        if self._quarantine is not None and self._quarantine.observe(result):
+            self._apply(self._jobs)
 
     async def _monitor(self) -> None:
         """Report the loop's busy-time p99 wait (+ clock cost) and longest stall after 1 s, then every 5 s;
@@ -282,3 +277,9 @@ async def run_once(jobs: Sequence[ProbeJob]) -> list[ProbeResult]:
         for job in jobs:
             out.append(await PROBES[job.probe_key](session, job, pick_prompt(job, rng)))
     return out
+
+
+if __name__ == "__main__" and sys.argv[1:2] == [HELPER]:  # a helper process (sloguard.probes.quarantine)
+    key = os.environ.pop(SPAN_KEY_ENV, "")  # from the environment, never argv: ps shows argv to every user
+    main((), Connection(int(sys.argv[2]), writable=False), Connection(int(sys.argv[3]), readable=False),
+         int(sys.argv[4]), bytes.fromhex(key) if key else None, helper=True)

@@ -10,81 +10,139 @@ otherwise the differing workload/load fields are named (bench_differences).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from sloguard.bench.header import digest
+import msgspec
+import numpy as np
+
+from sloguard import untrusted
+from sloguard.bench.header import PER_RUN, digest
 from sloguard.bench.schema import RECORDS, SCHEMA_VERSION
-from sloguard.reports.data import DataError, LoadStage, Side, build_requests, outcome_of
+from sloguard.config.files import shown
+from sloguard.reports import columns
+from sloguard.reports.columns import RequestColumns
+from sloguard.reports.data import DataError, LoadStage, Side
+from sloguard.untrusted import Invalid
 
 # Digest fields a report handles itself (per load level, its own sample sizes): a difference only warns.
 NEEDS_CONFIG = "objectives and goodput are judged only with -c FILE"
 WARN_FIELDS = ("load.mode", "load.levels", "load.search", "load.duration_s", "load.requests")
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number JSON allows")
+MAX_LINE_BYTES = 1024 * 1024  # one record; a request record is ~1 KiB, a header a few
 
 
-def _parse(path: str, text: str, i: int, ln: str, last: int) -> dict[str, Any]:
+def _parse(path: str, i: int, raw: bytes, last: bool, first: bool = False) -> dict[str, Any]:
+    """Return one line's record, its type known and its required fields present; DataError naming the line."""
     try:
-        rec = json.loads(ln, parse_constant=_reject_constant)
-    except ValueError as exc:
-        cut = i == last and ln.lstrip().startswith("{") and not text.endswith("\n")
+        rec = untrusted.json_doc(raw, what="line")
+    except Invalid:
+        cut = last and raw.lstrip().startswith(b"{") and not raw.endswith(b"\n")
         raise DataError(f"{path}:{i}: " + ("the last line is cut off (truncated file?)" if cut else
-                                           f"not JSON ({exc})")) from None
+                                           "not JSON (one JSON object per line; no NaN or Infinity)")) from None
     kind = rec.get("type") if isinstance(rec, dict) else None
-    if kind not in RECORDS:
-        raise DataError(f"{path}:{i}: not a results record (type {kind!r}; {SCHEMA_VERSION} has {sorted(RECORDS)})")
-    return dict(rec)
+    if not isinstance(kind, str) or kind not in RECORDS:
+        raise DataError(f"{path}:{i}: not a results record (type {shown(kind)}; {SCHEMA_VERSION} has "
+                        f"{sorted(RECORDS)})")
+    # a header's fields are checked at the end; a first record that is no header is named as such
+    return dict(rec) if kind == "header" or first else _known(path, i, dict(rec))
 
 
-def _require(path: str, records: list[dict[str, Any]]) -> None:
-    """Raise DataError naming the first record that lacks a field the bench's schema requires."""
-    for n, rec in enumerate(records, 1):
-        missing = [k for k in RECORDS[rec["type"]]["required"] if k not in rec]
-        if missing:
-            raise DataError(f"{path}: record {n} ({rec['type']}) lacks {', '.join(missing)} ({SCHEMA_VERSION})")
-
-
-def read_records(path: str) -> list[dict[str, Any]]:
-    """Return the file's records; DataError for a missing, empty or truncated file or a non-JSON line."""
-    p = Path(path)
+def _lines(path: str) -> Iterator[tuple[int, bytes, bool]]:
+    """Yield (line number, bytes, is last) of the non-blank lines, each at most MAX_LINE_BYTES; DataError else."""
     try:
-        text = p.read_text(encoding="utf-8")
+        fh = Path(path).open("rb")  # noqa: SIM115 (closed below; opened here so each error names the path)
     except FileNotFoundError:
         raise DataError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read: {exc}") from None
-    lines = [(i, ln) for i, ln in enumerate(text.splitlines(), 1) if ln.strip()]
-    if not lines:
-        raise DataError(f"{path}: empty file (not a sloguard bench results file)")
-    return [_parse(path, text, i, ln, lines[-1][0]) for i, ln in lines]
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    with fh:
+        i, line = 0, fh.readline(MAX_LINE_BYTES + 1)
+        while line:
+            i += 1
+            if len(line) > MAX_LINE_BYTES:
+                raise DataError(f"{path}:{i}: line longer than {MAX_LINE_BYTES} bytes (not a results record)")
+            following = fh.readline(MAX_LINE_BYTES + 1)
+            if line.strip():
+                yield i, line, not following
+            line = following
 
 
-def _header(path: str, records: list[dict[str, Any]]) -> dict[str, Any]:
-    head = records[0]
+class _Reader:
+    """The records of one results file, read in order: requests into columns, the few others kept."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.columns = path, RequestColumns()
+        self.head: dict[str, Any] | None = None
+        self.others: list[dict[str, Any]] = []  # stage, search and end records
+        self.excluded = 0
+
+    def line(self, i: int, raw: bytes, last: bool) -> None:
+        """Read one line: a request straight into the columns (the fast path), anything else as a record."""
+        if self.head is None:  # the first record must be the header, whatever else is wrong with it
+            self.add(i, _parse(self.path, i, raw, last, first=True))
+            return
+        try:
+            row = columns.decode(raw)
+        except (msgspec.DecodeError, Invalid) as exc:
+            rec = _parse(self.path, i, raw, last)
+            if rec["type"] == "request" and isinstance(exc, Invalid):
+                raise DataError(f"{self.path}:{i}: {exc}") from None
+            self.add(i, rec)
+            return
+        if row.type != "request":
+            self.add(i, _parse(self.path, i, raw, last))
+        else:
+            self.request(i, row)
+
+    def add(self, i: int, rec: dict[str, Any]) -> None:
+        """Read one record already parsed (known type, required fields present)."""
+        if self.head is None:
+            self.head = _header(self.path, rec)
+        elif rec["type"] == "request":
+            try:
+                row = columns.convert(rec)
+            except Invalid as exc:
+                raise DataError(f"{self.path}:{i}: {exc}") from None
+            self.request(i, row)
+        elif rec["type"] != "header":
+            try:
+                self.others.append(_checked_other(rec))
+            except Invalid as exc:
+                raise DataError(f"{self.path}:{i}: {exc}") from None
+
+    def request(self, i: int, row: columns.RequestRow) -> None:
+        if self.head is None:
+            raise DataError(f"{self.path}:{i}: the first record is 'request', not the header: not a bench results "
+                            "file")
+        if row.behaviour != "normal":
+            self.excluded += 1
+            return
+        try:
+            self.columns.add(row)
+        except Invalid as exc:
+            raise DataError(f"{self.path}:{i}: {exc}") from None
+
+
+def _checked_other(rec: dict[str, Any]) -> dict[str, Any]:
+    """Check the fields of a stage, search or end record that the report reads."""
+    if rec["type"] == "stage":
+        untrusted.count(rec["stage"], hi=1_000_000, what="stage")
+        untrusted.number(rec["load"], lo=0.0, hi=1e9, what="load")
+        untrusted.optional(untrusted.number, rec.get("rps"), hi=1e9, what="rps")
+        untrusted.count((rec.get("warmup") or {}).get("requests", 0), what="warmup.requests")
+    return rec
+
+
+def _header(path: str, head: dict[str, Any]) -> dict[str, Any]:
     if head.get("type") != "header":
-        raise DataError(f"{path}:1: the first record is '{head.get('type')}', not the header: not a bench results file")
+        raise DataError(f"{path}:1: the first record is {shown(head.get('type'))}, not the header: not a bench "
+                        "results file")
     if head.get("schema") != SCHEMA_VERSION:
-        raise DataError(f"{path}:1: schema {head.get('schema')!r}; this sloguard reads {SCHEMA_VERSION!r}")
+        raise DataError(f"{path}:1: schema {shown(head.get('schema'))}; this sloguard reads {SCHEMA_VERSION!r}")
     return head
-
-
-def _row(rec: dict[str, Any], rate: bool) -> dict[str, Any]:
-    row = dict(rec)
-    if rate:  # open loop: what a user who arrived at the scheduled instant waited
-        row["ttft_s"], row["e2e_s"] = rec.get("ttft_sched_s"), rec.get("e2e_sched_s")
-    else:  # closed loop: the stream's cycle, free -> free (Little's law); a failed request ran elapsed_s
-        ran = rec.get("e2e_s") if rec.get("e2e_s") is not None else rec.get("elapsed_s")
-        parts = (rec.get("send_lag_s"), rec.get("connect_s") or 0.0, ran)
-        row["cycle_s"] = None if any(x is None for x in parts) else sum(x for x in parts if x is not None)
-    row["itl_s"] = rec.get("itl_p50_s")
-    row["decode_s"] = None if rec.get("e2e_s") is None or rec.get("ttft_s") is None else rec["e2e_s"] - rec["ttft_s"]
-    row["outcome"] = outcome_of(bool(rec.get("ok")), rec.get("error"), rec.get("ttft_s"))
-    return row
 
 
 def _stages(records: list[dict[str, Any]]) -> tuple[LoadStage, ...]:
@@ -115,7 +173,7 @@ def workload_of(head: Mapping[str, Any]) -> dict[str, Any]:
     """Return the run's workload identity: its digest and the workload/load fields it covers, flattened."""
     out: dict[str, Any] = {"workload_digest": head.get("workload_digest")}
     for part in ("workload", "load"):
-        out.update({f"{part}.{k}": v for k, v in (head.get(part) or {}).items()})
+        out.update({f"{part}.{k}": v for k, v in (head.get(part) or {}).items() if k not in PER_RUN})
     return out
 
 
@@ -163,38 +221,49 @@ def _config_slos(path: str, head: Mapping[str, Any]) -> tuple[list[dict[str, Any
 
 
 def read_bench(path: str, role: str) -> Side:
-    """Return the Side a results file describes; DataError for anything that cannot be compared."""
-    return side_from_records(read_records(path), role, path)
+    """Return the Side a results file describes, read line by line in bounded memory; DataError (naming
+    `FILE:LINE: field: problem`) for anything that cannot be compared."""
+    reader = _Reader(path)
+    for i, raw, last in _lines(path):
+        reader.line(i, raw, last)
+    if reader.head is None:
+        raise DataError(f"{path}: empty file (not a sloguard bench results file)")
+    return _side(reader, role)
 
 
 def side_from_records(records: list[dict[str, Any]], role: str, path: str) -> Side:
-    """Return the Side of a results file's records (`path` names it in messages)."""
-    head = _header(path, records)
-    _require(path, records)
+    """Return the Side of a results file's records already in memory (`path` names it in messages)."""
+    reader = _Reader(path)
+    for i, rec in enumerate(records, 1):
+        reader.add(i, rec if i == 1 and rec.get("type") == "header" else _known(path, i, rec))
+    if reader.head is None:
+        raise DataError(f"{path}: empty file (not a sloguard bench results file)")
+    return _side(reader, role)
+
+
+def _known(path: str, i: int, rec: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(rec.get("type"), str) or rec["type"] not in RECORDS:
+        raise DataError(f"{path}:{i}: not a results record (type {shown(rec.get('type'))})")
+    missing = [k for k in RECORDS[rec["type"]]["required"] if k not in rec]
+    if missing:
+        raise DataError(f"{path}:{i}: {rec['type']} record lacks {', '.join(missing)} ({SCHEMA_VERSION})")
+    return rec
+
+
+def _side(reader: _Reader, role: str) -> Side:
+    path, head, records = reader.path, _known(reader.path, 1, reader.head or {}), reader.others
     stages = _stages(records)
-    rate = {s.index for s in stages if s.kind == "rate"}
-    rows, excluded = [], {"other behaviour": 0}
-    for rec in records:
-        if rec["type"] != "request":
-            continue
-        if rec.get("behaviour", "normal") != "normal":
-            excluded["other behaviour"] += 1
-        else:
-            rows.append(_row(rec, int(rec["stage"]) in rate))
-    try:
-        requests = build_requests(rows, path)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise DataError(f"{path}: a request record lacks or mistypes a field ({exc})") from None
+    requests = reader.columns.requests()
     target = head.get("target") or {}
     slos, why_not = _config_slos(path, head) if head.get("slos") else ([], None)
-    ts = [float(r["ts"]) for r in rows if r.get("ts") is not None]
+    ts = requests.ts[~np.isnan(requests.ts)]
     side = Side(role=role, kind="bench", spec=path, requests=requests, stages=stages, max_load=_max_load(records),
                 identity={"target": target.get("name"), "engine": target.get("engine"),
                           "engine_version": target.get("engine_version"), "model": target.get("model"),
                           "labels": dict(head.get("labels") or {})},
                 environment=_environment(head, records), workload=workload_of(head),
-                slos=slos, time_range=(min(ts, default=None), max(ts, default=None)),
-                excluded={k: v for k, v in excluded.items() if v})
+                slos=slos, time_range=(float(ts.min()) if ts.size else None, float(ts.max()) if ts.size else None),
+                excluded={"other behaviour": reader.excluded} if reader.excluded else {})
     if head.get("workload_digest") != digest(head.get("workload") or {}, head.get("load") or {}):
         side.notes.append(f"{path}: workload_digest does not match the header's workload and load (edited?): "
                           "the fields themselves are compared")

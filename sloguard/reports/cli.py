@@ -14,7 +14,9 @@ EXIT_OK, EXIT_REGRESSION, EXIT_DATA = 0, 1, 2
 DESCRIPTION = """Compare a candidate release with a baseline, metric by metric, with 95 % confidence intervals.
 
 Each of --baseline and --candidate is one of:
-  FILE                     a bench results file (`sloguard bench -o FILE`)
+  FILE [FILE ...]          bench results files (`sloguard bench -o FILE`); several files of one release are
+                           pooled: bench the two releases in alternating rounds (A, B, A, B, ...) on a shared
+                           host, so a change in its load moves both sides alike
   store:LABEL=VALUE[,...]  probe results in the daemon's store whose release identity has LABEL=VALUE
                            (a `targets[].labels` key, or engine, engine_version, model, target, probe, release_id)
   store:FROM..TO           probe results between two RFC 3339 times (or unix seconds); combine with commas
@@ -31,8 +33,10 @@ def parser() -> argparse.ArgumentParser:
     """Return the argument parser."""
     p = argparse.ArgumentParser(prog="sloguard report", description=DESCRIPTION,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--baseline", required=True, metavar="SPEC", help="the release to compare against")
-    p.add_argument("--candidate", required=True, metavar="SPEC", help="the new release")
+    p.add_argument("--baseline", required=True, nargs="+", action="extend", metavar="SPEC",
+                   help="the release to compare against (several bench files: pooled rounds)")
+    p.add_argument("--candidate", required=True, nargs="+", action="extend", metavar="SPEC",
+                   help="the new release (several bench files: pooled rounds)")
     p.add_argument("-c", "--config", metavar="FILE", help="sloguard config: SLOs to judge against, state_dir for "
                    "store: inputs, secrets to keep out of the report")
     p.add_argument("--state-dir", metavar="DIR", help="read store: inputs from this state_dir (default: the config's)")
@@ -72,12 +76,12 @@ def thresholds(items: list[str]) -> dict[str, float]:
 
 def run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     """Build the report document; return it and its verdict. DataError for unusable input."""
-    from sloguard.reports.inputs import Context, load_side
+    from sloguard.reports.inputs import Context, load_sides
     from sloguard.reports.report import make
 
     ctx = Context.from_args(args)
-    base = load_side(args.baseline, "baseline", ctx)
-    cand = load_side(args.candidate, "candidate", ctx)
+    base = load_sides(args.baseline, "baseline", ctx)
+    cand = load_sides(args.candidate, "candidate", ctx)
     doc = make(base, cand, ctx.settings(args.seed, args.replicates, thresholds(args.threshold)),
                allow_mismatch=args.allow_mismatch, slos=ctx.slos, verdicts=read_verdicts(args.diagnosis))
     return ctx.scrub(doc), str(doc["verdict"])

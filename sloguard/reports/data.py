@@ -2,7 +2,7 @@
 
 Latency columns are seconds; NaN = undefined for that request (TPOT of a one-token answer, TTFT of an
 `empty` answer), +inf = censored: the request failed before that metric's event, so its value is
-"more than the time it ran" and ranks above every measured value (README "Regression reports").
+"more than the time it ran" and ranks above every measured value (docs/reports.md).
 """
 
 from __future__ import annotations

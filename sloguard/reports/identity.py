@@ -16,7 +16,10 @@ from typing import Any
 
 import aiohttp
 
+from sloguard import answer, untrusted
 from sloguard.sources.base import SourceOutput
+from sloguard.untrusted import Invalid
+from sloguard.urls import api_root
 
 # engine -> (path under the API base URL, JSON key of the version string)
 VERSION_ENDPOINTS: dict[str, tuple[str, str]] = {
@@ -27,6 +30,7 @@ VERSION_ENDPOINTS: dict[str, tuple[str, str]] = {
     "triton": ("/v2", "version"),
 }
 UNSEEN = object()
+MODELS_CHARS = 256  # of the served models as a label value (sloguard_release_info{model})
 
 
 @dataclass(frozen=True)
@@ -73,19 +77,39 @@ def merge(current: Identity, seen: Observed) -> Identity:
     if seen.engine_version is not UNSEEN:
         out = replace(out, engine_version=seen.engine_version if isinstance(seen.engine_version, str) else None)
     if isinstance(seen.models, list) and seen.models:
-        out = replace(out, model=",".join(sorted(str(m) for m in seen.models)))
+        out = replace(out, model=models_text([str(m) for m in seen.models]))
     return out
 
 
-async def _get(session: aiohttp.ClientSession, url: str, headers: dict[str, str]) -> tuple[bool, Any]:
-    """Return (answered, JSON body or None): a 404 is an answer (no such endpoint), an error is not."""
+def models_text(models: list[str]) -> str:
+    """Return the served models as one label value of at most MODELS_CHARS: all of them comma-joined, or the
+    first ones, how many more, and a digest of the whole list (so the release id still sees every model)."""
+    ids = sorted(models)
+    joined = ",".join(ids)
+    if len(joined) <= MODELS_CHARS:
+        return joined
+    digest = hashlib.sha256(joined.encode()).hexdigest()[:8]
+    shown: list[str] = []
+    for m in ids:
+        if len(",".join([*shown, m])) > MODELS_CHARS - 32:
+            break
+        shown.append(m)
+    return f"{','.join(shown)} (+{len(ids) - len(shown)} more, {digest})"
+
+
+async def _get(session: aiohttp.ClientSession, url: str, headers: dict[str, str], what: str) -> tuple[bool, Any]:
+    """Return (answered, JSON body or None): a 404 is an answer (no such endpoint), an error is not; an answer
+    over the limits (sloguard.answer) is counted in sloguard_invalid_input_total{source="identity"}."""
     try:
-        async with session.get(url, headers=headers, allow_redirects=False) as resp:
+        async with session.get(url, headers={**answer.HEADERS, **headers}, allow_redirects=False) as resp:
             if resp.status == 404:
                 return True, None
             if resp.status != 200:
                 return False, None
-            return True, await resp.json(content_type=None)
+            return True, await answer.read_json(resp, what=what)
+    except Invalid as exc:
+        untrusted.reject("identity", exc.reason, str(exc))
+        return False, None
     except (TimeoutError, aiohttp.ClientError, OSError, ValueError):
         return False, None
 
@@ -100,7 +124,7 @@ class IdentitySource:
 
     def __init__(self, target: str, api_url: str, engine: str, api_key: str | None, interval: float) -> None:
         self.target, self.interval, self.timeout = target, interval, 10.0
-        self._base = api_url.rstrip("/").removesuffix("/v1")
+        self._base = api_root(api_url)
         self._engines = [engine] if engine in VERSION_ENDPOINTS else list(VERSION_ENDPOINTS) if engine == "auto" else []
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._session: aiohttp.ClientSession | None = None
@@ -111,22 +135,26 @@ class IdentitySource:
         unanswered = False
         for engine in self._engines:
             path, key = VERSION_ENDPOINTS[engine]
-            answered, body = await _get(session, self._base + path, self._headers)
-            if isinstance(body, dict) and body.get(key) is not None:
+            answered, body = await _get(session, self._base + path, self._headers, path)
+            value = body.get(key) if isinstance(body, dict) else None
+            if isinstance(value, str | int | float) and not isinstance(value, bool):
                 self._engines = [engine]  # found it: ask only this one from now on
-                return str(body[key])
+                return untrusted.text(str(value), what=f"{path} {key}")
             unanswered = unanswered or not answered
         return UNSEEN if unanswered else None
 
     async def collect(self) -> SourceOutput:
         """Read the version endpoint and /v1/models once."""
         if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout / 2))
+            self._session = answer.session(self.timeout / 2)
         version = await self._version(self._session)
-        answered, body = await _get(self._session, self._base + "/v1/models", self._headers)
+        answered, body = await _get(self._session, self._base + "/v1/models", self._headers, "/v1/models")
         models: object = UNSEEN
         if answered and isinstance(body, dict):
-            models = [str(m.get("id")) for m in body.get("data", []) if isinstance(m, dict) and m.get("id")]
+            try:
+                models = answer.model_ids(body)
+            except Invalid as exc:
+                untrusted.reject("identity", exc.reason, str(exc))
         if version is UNSEEN and models is UNSEEN:
             from sloguard.sources.base import SourceError
 

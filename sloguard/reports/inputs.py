@@ -29,14 +29,14 @@ class Context:
         """Return the context of the command line; DataError for a config that cannot be read."""
         ctx = cls(state_dir=args.state_dir, daemon=args.daemon)
         if args.config:
-            from sloguard.components import read_secrets
             from sloguard.config.load import ConfigError, load_config
+            from sloguard.config.secrets import read_secrets
             from sloguard.reports.slos import slo_json
             from sloguard.slo.model import slos_from_config
 
             try:
                 cfg = load_config(args.config)
-                secrets = read_secrets(cfg)
+                secrets = read_secrets(cfg, strict=False)  # only scrubbed from the report: none is needed
             except ConfigError as exc:
                 raise DataError(f"{args.config}: invalid configuration: {'; '.join(exc.errors)}") from None
             ctx.slos = [slo_json(s) for s in slos_from_config(cfg) if s.source == "probe"]
@@ -65,6 +65,18 @@ class Context:
 def file_digest(path: str) -> str:
     """Return the SHA-256 of a file's bytes."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def load_sides(specs: list[str], role: str, ctx: Context) -> Side:
+    """Return the side one spec names, or the pooled side of several bench files; DataError says what is wrong."""
+    if len(specs) == 1:
+        return load_side(specs[0], role, ctx)
+    if other := next((s for s in specs if s.startswith(("store:", "prom:"))), None):
+        raise DataError(f"{role} {other}: only bench results files can be pooled (several per side); a store: or "
+                        "prom: input takes a time range instead")
+    from sloguard.reports.pool import pool
+
+    return pool([load_side(s, role, ctx) for s in specs])
 
 
 def load_side(spec: str, role: str, ctx: Context) -> Side:

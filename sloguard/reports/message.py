@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from sloguard.alerts.engine import Alert
+from sloguard.config.runbooks import DEFAULT_TEMPLATE, runbook_url
 from sloguard.reports import text
 from sloguard.reports.releases import Boundary
 
@@ -19,7 +20,7 @@ def _name(ident: dict[str, Any] | None, fallback: str) -> str:
 
 
 def report_alert(b: Boundary, doc: dict[str, Any], before: dict[str, Any] | None,
-                 after: dict[str, Any] | None) -> Alert:
+                 after: dict[str, Any] | None, runbooks: str = DEFAULT_TEMPLATE) -> Alert:
     """Return the message as an Alert (labels route it: alertname, target, severity, verdict)."""
     verdict = str(doc["verdict"])
     word = text.VERDICT_WORD[verdict]
@@ -34,6 +35,7 @@ def report_alert(b: Boundary, doc: dict[str, Any], before: dict[str, Any] | None
     severity = "warning" if verdict == "regression" else "info"
     labels = tuple(sorted({"alertname": ALERTNAME, "target": b.target, "severity": severity,
                            "verdict": verdict, "boundary": str(b.id)}.items()))
-    annotations = tuple(sorted({"headline": headline, "summary": text.summary(doc), "description": "\n".join(lines),
-                                "report_path": b.report_path}.items()))
+    notes = {"headline": headline, "summary": text.summary(doc), "description": "\n".join(lines),
+             "report_path": b.report_path, "runbook_url": runbook_url(runbooks, ALERTNAME)}
+    annotations = tuple(sorted((k, v) for k, v in notes.items() if v))
     return Alert(ALERTNAME, labels, annotations, "firing", b.at, float(counts["regression"]), fired_at=b.at)

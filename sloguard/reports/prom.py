@@ -5,7 +5,7 @@ per family at TO over a range of TO − FROM, `increase()` so counter resets (da
 - `sum by (le, prompt_bucket) (increase(sloguard_probe_<metric>_seconds_bucket{SELECTOR}[R]))`
 - `sum by (outcome) (increase(sloguard_probe_requests_total{SELECTOR}[R]))`
 - `sum by (slo, good) (increase(sloguard_slo_requests_total{SELECTOR}[R]))` (where the selector's labels
-  exist on it: instance, job, ...), and `sloguard_release_info{SELECTOR}` for the identity.
+  exist on it: instance, job, ...), and `sloguard_release_info{SELECTOR}[R]` for the identity.
 """
 
 from __future__ import annotations
@@ -90,6 +90,22 @@ def histograms(url: str, sel: str, rng: str, at: float) -> tuple[dict[str, np.nd
     return bounds, counts
 
 
+def identity(url: str, sel: str, rng: str, at: float) -> dict[str, Any]:
+    """Return the release identity last seen in the range: the `sloguard_release_info` series with the newest sample.
+
+    Read from the range's raw samples, not an instant query at its end: one failed scrape there (a busy
+    daemon) leaves a staleness marker, and an instant query would then find no identity at all.
+    """
+    rows = query(url, f"sloguard_release_info{sel}[{rng}]", at)
+    newest = max(rows, key=lambda r: max((float(t) for t, _ in r.get("values") or ()), default=-math.inf),
+                 default=None)
+    if newest is None:
+        return {"labels": {}}
+    m = newest["metric"]
+    return {"target": m.get("target"), "engine": m.get("engine"), "engine_version": m.get("engine_version") or None,
+            "model": m.get("model"), "labels": {k[6:]: v for k, v in m.items() if k.startswith("label_") and v}}
+
+
 def read_prom(spec: str, role: str, slos: list[dict[str, Any]] | None) -> Side:
     """Return the Side of a Prometheus range; DataError when it holds no probe data."""
     url, sel, t0, t1 = parse(spec)
@@ -105,13 +121,7 @@ def read_prom(spec: str, role: str, slos: list[dict[str, Any]] | None) -> Side:
         entry[1] += float(r["value"][1])
         if r["metric"].get("good") == "true":
             entry[0] += float(r["value"][1])
-    info = query(url, f"sloguard_release_info{sel}", t1)
-    ident: dict[str, Any] = {"labels": {}}
-    if info:
-        m = info[0]["metric"]
-        ident = {"target": m.get("target"), "engine": m.get("engine"),
-                 "engine_version": m.get("engine_version") or None, "model": m.get("model"),
-                 "labels": {k[6:]: v for k, v in m.items() if k.startswith("label_") and v}}
+    ident = identity(url, sel, rng, t1)
     hist = Histograms(bounds, counts, outcomes, {k: (v[0], v[1]) for k, v in good.items()})
     return Side(role=role, kind="prom", spec=spec, histograms=hist, identity=ident, slos=slos or [],
                 workload={"prompt_buckets": sorted({b for c in counts.values() for b in c})},

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from html import escape
 from typing import Any
 
+from sloguard.escape import html as escape  # html.escape that also shows control characters
 from sloguard.reports import svg, text
 from sloguard.reports.render_md import (
     LOAD_HEADER,

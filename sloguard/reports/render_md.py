@@ -5,14 +5,27 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from sloguard.escape import markdown, markdown_text
 from sloguard.reports import text
 from sloguard.reports.text import seconds
 
 NO_LOADS = "not available: not a bench run with load levels"
+# Environment rows whose values a server or an input file states verbatim: shown as inline code.
+PEER_ROWS = frozenset({"source", "target", "engine", "engine version", "model", "labels", "GPU / driver", "sloguard",
+                       "config sha256"})
 
 
 def _cell(x: object) -> str:
     return str(x).replace("|", "\\|").replace("\n", " ")
+
+
+def _prose(x: object) -> str:
+    return markdown_text(str(x))
+
+
+def _peer(x: object) -> str:
+    """Return a value that came from a server or an input file as inline code (sloguard.escape.markdown)."""
+    return "—" if x in (None, "", "—") else markdown(str(x))
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
@@ -86,18 +99,19 @@ def objective_rows(doc: dict[str, Any]) -> list[list[object]]:
 
 def render(doc: dict[str, Any]) -> str:
     """Return the report as Markdown."""
-    b, c = text.label(doc["baseline"]), text.label(doc["candidate"])
-    out = [f"# sloguard regression report: {b} → {c}", "", f"**{text.summary(doc)}**", ""]
+    b, c = _peer(text.label(doc["baseline"])), _peer(text.label(doc["candidate"]))
+    out = [f"# sloguard regression report: {b} → {c}", "", f"**{markdown_text(text.summary(doc))}**", ""]
     for w in doc["warnings"]:
-        out.append(f"- ⚠ {w}")
-    out += ["", "## Environment", "", *table(["", "baseline", "candidate"], environment_rows(doc))]
+        out.append(f"- ⚠ {markdown_text(str(w))}")
+    env = [[name, *map(_peer if name in PEER_ROWS else _prose, values)] for name, *values in environment_rows(doc)]
+    out += ["", "## Environment", "", *table(["", "baseline", "candidate"], env)]
     if doc["objectives"]:
         out += ["", "## Metrics vs objectives", "",
                 *table(["SLO", "objective", "threshold", "baseline", "candidate"], objective_rows(doc))]
     for name, cells in scopes(doc):
-        title = "Changes" if name == "overall" else f"Changes: {text.scope(cells[0])}"
-        out += ["", f"## {title}", "", *table(["metric", "baseline", "candidate", "change [95 % CI]", "verdict"],
-                                               cell_rows(cells))]
+        title = "Changes" if name == "overall" else f"Changes: {markdown_text(text.scope(cells[0]))}"
+        rows = [[markdown_text(str(row[0])), *row[1:]] for row in cell_rows(cells)]  # bucket names come from files
+        out += ["", f"## {title}", "", *table(["metric", "baseline", "candidate", "change [95 % CI]", "verdict"], rows)]
     out += ["", "## Distributions", "", *_distributions(doc)]
     out += ["", "## Stage breakdown", "", *_stages(doc)]
     out += ["", "## Load scenarios and breaking point", "", *_loads(doc)]
@@ -160,7 +174,8 @@ def _loads(doc: dict[str, Any]) -> list[str]:
     if not doc["loads"]:
         return [NO_LOADS]
     rows, tail = load_rows(doc)
-    return [*table(LOAD_HEADER, rows), *(["", *tail] if tail else [])]
+    return [*table(LOAD_HEADER, [[markdown_text(str(r[0])), *r[1:]] for r in rows]),
+            *(["", *map(markdown_text, tail)] if tail else [])]
 
 
 def _rps(side: dict[str, Any]) -> str:
@@ -175,5 +190,5 @@ def _ml(m: dict[str, Any]) -> str:
 def _bottlenecks(doc: dict[str, Any]) -> list[str]:
     bn = doc["bottlenecks"]
     if not bn.get("available"):
-        return [f"not available: {bn.get('reason')}"]
-    return [f"- {v}" for v in bn.get("items", [])]
+        return [f"not available: {markdown_text(str(bn.get('reason')))}"]
+    return [f"- {markdown_text(str(v))}" for v in bn.get("items", [])]

@@ -13,7 +13,7 @@ from sloguard.reports.build import document
 from sloguard.reports.data import Side
 from sloguard.reports.regression import Settings, compare
 
-# The sample size the power claim is made at (benchmarks/report_power.py; README "Regression reports").
+# The sample size the power claim is made at (benchmarks/report_power.py; docs/reports.md).
 DEFAULT_REQUESTS = 5000
 
 

@@ -19,9 +19,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
 
 from sloguard.config.spec import Config
+from sloguard.families import declare
 from sloguard.model import ProbeResult, ServerView
 from sloguard.reports.identity import Observed
 from sloguard.reports.message import report_alert
@@ -30,6 +31,14 @@ from sloguard.reports.releases import Boundary, Count, Releases
 log = logging.getLogger("sloguard.reports")
 TIMEOUT_S = 600.0
 VERDICT_VALUE = {"regression": 1.0, "no significant change": 0.0, "improvement": -1.0}
+RELEASE_INFO = declare("sloguard_release_info", "gauge", "The release identity each target serves now (1): detected "
+                       "engine, version, served models, and targets[].labels as label_<key>.",
+                       ("target", "engine", "engine_version", "model", "release_id", "label_*"))
+RELEASE_START = declare("sloguard_release_start_timestamp_seconds", "gauge", "When the target's current release was "
+                        "first seen (its last release boundary).", ("target",))
+VERDICT = declare("sloguard_report_verdict", "gauge", "Latest release report per target and metric: 1 regression, 0 no "
+                  "significant change, -1 improvement (absent: not enough data); metric=\"report\" is the whole "
+                  "report's.", ("target", "metric", "stat"))
 
 
 class ReleaseReports:
@@ -118,7 +127,8 @@ class ReleaseReports:
         b = self.releases.finished(b, "done", verdict=str(doc["verdict"]), path=str(out))
         self._remember(b, doc)
         self._prune()
-        alert = report_alert(b, doc, self.releases.identity_of(b.before), self.releases.identity_of(b.after))
+        alert = report_alert(b, doc, self.releases.identity_of(b.before), self.releases.identity_of(b.after),
+                             self.cfg.runbook_url_template)
         sent = self.alerting.post(alert, now)
         log.warning("release report", extra={"target": b.target, "verdict": doc["verdict"], "path": str(out),
                                              "notifiers": ",".join(sent)})
@@ -141,12 +151,8 @@ class ReleaseReports:
     def families(self) -> list[Metric]:
         """Return sloguard_release_info, _release_start_timestamp_seconds and sloguard_report_verdict."""
         keys = sorted({k for st in self.releases.targets.values() for k in st.identity.labels})
-        info = GaugeMetricFamily("sloguard_release_info", "The release identity each target serves now (1): "
-                                 "detected engine, version, served models, and targets[].labels as label_<key>.",
-                                 labels=["target", "engine", "engine_version", "model", "release_id",
-                                         *(f"label_{k}" for k in keys)])
-        start = GaugeMetricFamily("sloguard_release_start_timestamp_seconds", "When the target's current release "
-                                  "was first seen (its last release boundary).", labels=["target"])
+        info = RELEASE_INFO.gauge([*RELEASE_INFO.labels[:-1], *(f"label_{k}" for k in keys)])
+        start = RELEASE_START.gauge()
         for name, _st in sorted(self.releases.targets.items()):
             ident = self.releases.identity(name)
             if ident is None:
@@ -156,10 +162,7 @@ class ReleaseReports:
             at = max((b.at for b in self.releases.boundaries if b.target == name), default=None)
             if at is not None:
                 start.add_metric([name], at)
-        verdict = GaugeMetricFamily("sloguard_report_verdict", "Latest release report per target and metric: "
-                                    "1 regression, 0 no significant change, -1 improvement (absent: not enough "
-                                    "data); metric=\"report\" is the whole report's.",
-                                    labels=["target", "metric", "stat"])
+        verdict = VERDICT.gauge()
         for target, latest in sorted(self.latest.items()):
             if latest["verdict"] in VERDICT_VALUE:
                 verdict.add_metric([target, "report", ""], VERDICT_VALUE[latest["verdict"]])

@@ -27,6 +27,7 @@ from sloguard.store import PROBE_COLUMNS, open_readonly, probe_result
 
 COLUMNS = {"target": "target", "probe": "probe", "release_id": "release"}
 IDENTITY_FIELDS = ("engine", "engine_version", "model")
+MAX_ROWS = 1_000_000  # rows one /api/v1/results answer may stream (a report's 1M requests per side)
 
 
 def parse_time(text: str) -> float:
@@ -79,9 +80,9 @@ def _matches(ident: dict[str, Any], key: str, value: str) -> bool:
     return str((ident.get("labels") or {}).get(key, "")) == value
 
 
-def query(conn: sqlite3.Connection, filters: dict[str, str], span: tuple[float, float]
-          ) -> tuple[list[ProbeResult], dict[str, dict[str, Any]]]:
-    """Return the slice's results (oldest first) and the identities of the releases they carry."""
+def _select(conn: sqlite3.Connection, filters: dict[str, str], span: tuple[float, float], what: str
+            ) -> tuple[str, list[object], dict[str, dict[str, Any]]]:
+    """Return the SQL (selecting `what`) and arguments of a slice, and the store's release identities."""
     known = identities(conn)
     where = ["ts >= ?", "ts < ?"]
     args: list[object] = [span[0] if math.isfinite(span[0]) else -1e18, span[1] if math.isfinite(span[1]) else 1e18]
@@ -101,9 +102,15 @@ def query(conn: sqlite3.Connection, filters: dict[str, str], span: tuple[float, 
                             f"(labels recorded: {', '.join(have) or 'none'})")
         where.append(f"release IN ({', '.join('?' * len(ids))})")
         args += ids
-    sql = f"SELECT {', '.join(PROBE_COLUMNS)} FROM probe_results WHERE {' AND '.join(where)} ORDER BY ts"
+    return f"SELECT {what} FROM probe_results WHERE {' AND '.join(where)}", args, known
+
+
+def query(conn: sqlite3.Connection, filters: dict[str, str], span: tuple[float, float]
+          ) -> tuple[list[ProbeResult], dict[str, dict[str, Any]]]:
+    """Return the slice's results (oldest first) and the identities of the releases they carry."""
+    sql, args, known = _select(conn, filters, span, ", ".join(PROBE_COLUMNS))
     try:
-        rows = [probe_result(r) for r in conn.execute(sql, args)]
+        rows = [probe_result(r) for r in conn.execute(sql + " ORDER BY ts", args)]
     except sqlite3.OperationalError as exc:
         raise DataError(f"cannot read probe results: {exc} (a store written by an older sloguard?)") from None
     used = {r.release for r in rows if r.release}
@@ -176,20 +183,44 @@ def _from_json(d: dict[str, Any]) -> ProbeResult:
     return ProbeResult(**{k: v for k, v in d.items() if k in PROBE_COLUMNS})
 
 
-def stream(state_dir: str, spec: str) -> Iterator[str]:
-    """Yield a slice as JSON lines (a head with the releases, then one result per line): the daemon's API."""
+def stream(state_dir: str, spec: str, limit: int = MAX_ROWS) -> Iterator[str]:
+    """Return a slice as JSON lines (a head with the releases and the count, then one result per line).
+
+    The daemon's API: the slice is checked and counted now (DataError when bad or over `limit` rows); the
+    rows are read from the store as the iterator is advanced, so memory stays one row wide whatever the slice.
+    """
     filters, span = parse(spec)
     opened = open_readonly(Path(state_dir) / DB_NAME)
     if opened is None:
         raise DataError("the daemon's store cannot be read")
     conn = opened[0]
     try:
-        results, idents = query(conn, filters, span)
+        sql, args, known = _select(conn, filters, span, "COUNT(*), GROUP_CONCAT(DISTINCT release)")
+        n, releases = conn.execute(sql, args).fetchone()
+        if n > limit:
+            raise DataError(f"{spec}: the slice holds {n} results, more than the limit of {limit}: narrow it "
+                            "(e.g. store:FROM..TO)" + (f" or ask for up to {MAX_ROWS} with ?limit=" if limit < MAX_ROWS
+                                                       else ""))
+        sql, args, _ = _select(conn, filters, span, ", ".join(PROBE_COLUMNS))
+        cursor = conn.execute(sql + " ORDER BY ts", args)
+    except sqlite3.Error as exc:
+        conn.close()
+        raise DataError(f"cannot read probe results: {exc} (a store written by an older sloguard?)") from None
+    except DataError:
+        conn.close()
+        raise
+    used = set((releases or "").split(","))
+    return _lines(conn, cursor, {"releases": {rid: known[rid] for rid in used if rid in known}, "count": n})
+
+
+def _lines(conn: sqlite3.Connection, cursor: sqlite3.Cursor, head: dict[str, Any]) -> Iterator[str]:
+    try:
+        yield json.dumps(head) + "\n"
+        for row in cursor:
+            r = probe_result(row)
+            yield json.dumps({k: getattr(r, k) for k in PROBE_COLUMNS}) + "\n"
     finally:
         conn.close()
-    yield json.dumps({"releases": idents}) + "\n"
-    for r in results:
-        yield json.dumps({k: getattr(r, k) for k in PROBE_COLUMNS}) + "\n"
 
 
 def count(state_dir: str, release_id: str, target: str, start: float, end: float) -> int:

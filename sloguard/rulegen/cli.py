@@ -1,4 +1,4 @@
-"""`sloguard rules -c FILE -o DIR`: write Prometheus rule files generated from a config."""
+"""`sloguard rules -c FILE -o DIR`: write Prometheus rule files generated from a config, and an Alertmanager example."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from pathlib import Path
 
 from sloguard.alerts.rules import ExprError
 from sloguard.config.load import ConfigError, load_config
+from sloguard.rulegen import alertmanager
+from sloguard.rulegen.alertmanager import AM_EXAMPLE
 from sloguard.rulegen.prometheus import generate
 
 
@@ -18,7 +20,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("-o", "--output", required=True, help="directory to write the rule files into")
     args = ap.parse_args(argv)
     try:
-        files = generate(load_config(args.config), Path(args.config).name)
+        source = Path(args.config).name
+        files = {**generate(load_config(args.config), source), AM_EXAMPLE: alertmanager.generate(source)}
     except ConfigError as exc:
         print(f"{args.config}: invalid configuration", file=sys.stderr)
         for line in exc.errors:

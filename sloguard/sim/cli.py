@@ -7,9 +7,11 @@ import asyncio
 import signal
 import sys
 
-from sloguard.exporter.listen import describe
+from sloguard.sim.profiles import PROFILES
+from sloguard.sim.replicas import parse_fault
 from sloguard.sim.server import start
 from sloguard.sim.simulator import DEFAULT_BACKGROUND_RPS, DEFAULT_ENGINE_VERSION, DEFAULT_MODEL
+from sloguard.web.listen import describe
 
 
 def _listen(value: str) -> tuple[str, int]:
@@ -17,6 +19,13 @@ def _listen(value: str) -> tuple[str, int]:
     if not sep or not port.isdigit():
         raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
     return (host.strip("[]") or "127.0.0.1"), int(port)
+
+
+def _fault(value: str) -> tuple[int, dict[str, object]]:
+    try:
+        return parse_fault(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,6 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--spec-tokens", type=int, default=0,
                     help="export vLLM's speculative-decoding counters for drafts of this many tokens (0: off)")
     ap.add_argument("--otlp-schedule-delay-ms", type=int, default=200, help="span batch delay (vLLM: 5000)")
+    ap.add_argument("--replicas", type=int, default=1,
+                    help="serve this many simulated replicas behind a round-robin front; replica i also under "
+                         "/replicas/i/ (its own /metrics and /sim/faults)")
+    ap.add_argument("--replica-fault", action="append", type=_fault, default=[], metavar="INDEX:JSON",
+                    help='start replica INDEX with these faults, e.g. 1:\'{"gpu_clock_ratio": 0.3}\' (repeatable)')
+    ap.add_argument("--engine-profile", choices=PROFILES, default="vllm",
+                    help="expose only this engine's metrics, head timing and stream shape (default vllm)")
     ap.add_argument("--engine-version", default=None,
                     help=f"what GET /version answers (default {DEFAULT_ENGINE_VERSION}): a release identity")
     return ap
@@ -53,7 +69,8 @@ async def serve(args: argparse.Namespace) -> int:
                                 otlp_schedule_delay_ms=args.otlp_schedule_delay_ms,
                                 per_request_metrics=args.enable_per_request_metrics,
                                 max_model_len=args.max_model_len, spec_tokens=args.spec_tokens,
-                                engine_version=args.engine_version)
+                                engine_version=args.engine_version, replicas=args.replicas,
+                                replica_faults=args.replica_fault, engine_profile=args.engine_profile)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -70,6 +87,9 @@ async def serve(args: argparse.Namespace) -> int:
 def main(argv: list[str]) -> int:
     """Run `sloguard sim` with `argv` (without the program and subcommand names); return the exit code."""
     args = build_parser().parse_args(argv)
+    if not 1 <= args.replicas <= 64 or any(i >= args.replicas for i, _ in args.replica_fault):
+        print("sloguard sim: --replicas must be 1..64 and each --replica-fault index below it", file=sys.stderr)
+        return 2
     try:
         return asyncio.run(serve(args))
     except BrokenPipeError:

@@ -10,8 +10,10 @@ from typing import Any
 from aiohttp import web
 
 from sloguard.sim import unhappy, wire
-from sloguard.sim.engine import SimRequest
+from sloguard.sim.engine import CHUNKS_KEPT, SimRequest
 from sloguard.sim.faults import roll
+from sloguard.sim.profiles import HEAD_AT_SLOT_START, timings
+from sloguard.sim.receipt import RECEIVED
 from sloguard.sim.simulator import Simulator
 
 SIM_KEY = web.AppKey("sim", Simulator)
@@ -23,11 +25,11 @@ def error_response(message: str, status: int, kind: str, headers: dict[str, str]
     return web.json_response(wire.error_body(message, status, kind), status=status, headers=headers)
 
 
-async def handle(request: web.Request, api: wire.Api) -> web.StreamResponse:
-    """Serve one completion request; client disconnect cancels it in the engine (`abort`)."""
-    sim = request.app[SIM_KEY]
+async def handle(request: web.Request, api: wire.Api, sim: Simulator | None = None) -> web.StreamResponse:
+    """Serve one completion request (on `sim`, else the app's); client disconnect cancels it in the engine."""
+    sim = sim or request.app[SIM_KEY]
     loop = asyncio.get_running_loop()
-    delayed = loop.time()
+    delayed, received = loop.time(), request.get(RECEIVED)
     if sim.faults.network_delay_s > 0:  # the request is still on the wire: before arrival, outside server TTFT
         await asyncio.sleep(sim.faults.network_delay_s)
     arrival = loop.time()
@@ -55,6 +57,7 @@ async def handle(request: web.Request, api: wire.Api) -> web.StreamResponse:
     queue: TokenQueue = asyncio.Queue()
     req = sim.new_request(params, arrival, lambda n, fin: queue.put_nowait((n, fin)))
     req.network_delay_s, req.trace_id = arrival - delayed, _trace_id(request.headers.get("traceparent", ""))
+    req.front_s = None if received is None else delayed - received
     midstream = params.stream and roll(faults.midstream_error_rate, sim.rng_faults)
     headers = {"x-sim-request-id": req.rid}
     try:
@@ -91,7 +94,15 @@ async def _stream(request: web.Request, sim: Simulator, p: wire.GenParams, req: 
                   queue: TokenQueue, midstream: bool, headers: dict[str, str]) -> web.StreamResponse:
     resp = web.StreamResponse(headers={**headers, "Content-Type": "text/event-stream",
                                        "Cache-Control": "no-cache"})
+    llama = sim.engine_profile == "llamacpp"
+    if llama:  # llama-server closes the connection after each stream: every request opens a new one
+        resp.headers["Connection"] = "close"
+    if sim.engine_profile in HEAD_AT_SLOT_START:
+        await _slot(req)
+    clock = asyncio.get_running_loop().time
+    before = clock()
     await resp.prepare(request)
+    req.head_sent = (before, clock())
     text_rng = random.Random(f"{sim.seed}/{req.rid}")
     error_after = req.target_tokens // 2 if midstream else None
     sent = 0
@@ -102,7 +113,8 @@ async def _stream(request: web.Request, sim: Simulator, p: wire.GenParams, req: 
         # piled up on a busy host arrive coalesced with the abort (they would otherwise end it "normally").
         if n == 0 or finish == "abort":
             return resp
-        if sent == 0 and p.api == "chat":
+        before = clock()
+        if sent == 0 and p.api == "chat" and not llama:
             # vLLM sends the role-only chunk with the first output, not with the headers.
             await resp.write(wire.chunk(p, req.rid, sim.created, None, None))
         if error_after is not None and sent >= error_after:
@@ -113,13 +125,35 @@ async def _stream(request: web.Request, sim: Simulator, p: wire.GenParams, req: 
             await resp.write_eof()
             return resp
         await resp.write(wire.chunk(p, req.rid, sim.created, wire.token_text(text_rng, n), finish))
+        if len(req.chunks_sent) < CHUNKS_KEPT:
+            req.chunks_sent.append((before, clock()))
         sent += n
-    if p.include_usage:
+    if llama:
+        await resp.write(_llama_usage(p, req, sim.created, sent))
+    elif p.include_usage:
         metrics = per_request_metrics(req) if sim.per_request_metrics else None
         await resp.write(wire.usage_chunk(p, req.rid, sim.created, sent, metrics))
     await resp.write(wire.DONE)
     await resp.write_eof()
     return resp
+
+
+async def _slot(req: SimRequest) -> None:
+    """Wait until a slot takes the request (llama-server sends its response head then)."""
+    if req.scheduled is not None:
+        return
+    started = asyncio.Event()
+    req.on_scheduled = started.set
+    await started.wait()
+
+
+def _llama_usage(p: wire.GenParams, req: SimRequest, created: int, sent: int) -> bytes:
+    """Return llama-server's last event: `usage` (always) and its `timings` (prefill and decode, ms)."""
+    prefill = (req.first_token - req.scheduled) * 1e3 if req.first_token and req.scheduled else 0.0
+    decode = (req.last_token - req.first_token) * 1e3 if req.last_token and req.first_token else 0.0
+    body = json.loads(wire.usage_chunk(p, req.rid, created, sent)[6:])
+    body["timings"] = timings(req.prompt_tokens - req.cached_tokens, req.cached_tokens, prefill, sent, decode)
+    return wire.sse(body)
 
 
 def per_request_metrics(req: SimRequest) -> dict[str, float] | None:

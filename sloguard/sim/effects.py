@@ -10,17 +10,36 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from sloguard.sim.cpuburn import CPUBurner
+from sloguard.sim.engine import Engine
 from sloguard.sim.faults import Faults
 from sloguard.sim.metrics import SimMetrics
-
-if TYPE_CHECKING:
-    from sloguard.sim.simulator import Simulator
+from sloguard.sim.model import LatencyProfile
+from sloguard.sim.scheduler import Scheduler
 
 # After a restart's cold start the engine warms up (graph capture and compilation on first shapes, an empty
 # prefix cache): steps run WARMUP_SLOWDOWN times slower for WARMUP_FACTOR times the cold start.
 WARMUP_SLOWDOWN, WARMUP_FACTOR = 4.0, 3.0
+
+
+class Simulator(Protocol):
+    """What the faults act on (sloguard.sim.simulator.Simulator)."""
+
+    model: str
+    profile: LatencyProfile
+    faults: Faults
+    metrics: SimMetrics
+    engine: Engine
+    scheduler: Scheduler
+    burner: CPUBurner
+    warm_until: float
+    restarts: int
+
+    def enable_spec_decode(self, k: int) -> None:
+        """Export the speculative-decoding counters for a draft of `k` tokens per step."""
+        ...
 
 
 def step_multiplier(sim: Simulator) -> float:

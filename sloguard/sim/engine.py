@@ -10,11 +10,12 @@ from __future__ import annotations
 import random
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from sloguard.sim.model import LatencyProfile, blocks_for, step_seconds
 
+CHUNKS_KEPT = 8  # token chunks whose write times a request keeps (a late reader merges the first with the next)
 # A sink receives (tokens emitted now, finish reason or None) for one request.
 TokenSink = Callable[[int, str | None], None]
 
@@ -48,6 +49,13 @@ class SimRequest:
     # truth a test holds sloguard's per-request network stage to.
     network_delay_s: float = 0.0
     trace_id: str = ""
+    on_scheduled: Callable[[], None] | None = None  # a slot took it (llama.cpp's profile sends its head then)
+    # What else happened outside the engine's TTFT (loop clock): the wait from the kernel's receipt of the
+    # request to its handler (sim.receipt; None unknown), and [before, after] the writes of the response head
+    # and of the first CHUNKS_KEPT token chunks.
+    front_s: float | None = None
+    head_sent: tuple[float, float] | None = None
+    chunks_sent: list[tuple[float, float]] = field(default_factory=list)
 
     def computed_tokens(self) -> int:
         """Return the tokens this request's next prefill computes (recompute after preemption)."""
@@ -196,6 +204,8 @@ class Engine:
             free -= self._blocks(nxt)
             if nxt.scheduled is None:
                 nxt.scheduled = now
+                if nxt.on_scheduled is not None:
+                    nxt.on_scheduled()
             self.running.append(nxt)
 
     def _preempt_overflow(self) -> None:

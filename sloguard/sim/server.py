@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from aiohttp import web
 
-from sloguard.sim import completion, dcgm
+from sloguard.sim import completion, dcgm, receipt
 from sloguard.sim.completion import SIM_KEY, error_response
 from sloguard.sim.faults import garbage_body
 from sloguard.sim.model import LatencyProfile
+from sloguard.sim.profiles import render
 from sloguard.sim.simulator import DEFAULT_BACKGROUND_RPS, DEFAULT_ENGINE_VERSION, DEFAULT_MODEL, Simulator
 
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -52,7 +54,8 @@ async def _metrics(request: web.Request) -> web.Response:
     if sim.faults.garbage_metrics:
         body, ctype = garbage_body(sim.faults.garbage_metrics, sim.rng_faults)
         return web.Response(body=body, headers={"Content-Type": ctype})
-    return web.Response(body=sim.metrics.render(), headers={"Content-Type": METRICS_CONTENT_TYPE})
+    return web.Response(body=render(sim.engine_profile, sim.metrics.render()),
+                        headers={"Content-Type": METRICS_CONTENT_TYPE})
 
 
 async def _dcgm(request: web.Request) -> web.Response:
@@ -92,7 +95,7 @@ async def _request(request: web.Request) -> web.Response:
 
 def build_app(sim: Simulator) -> web.Application:
     """Return the app; its startup starts the simulator's loops and its cleanup stops them."""
-    app = web.Application()
+    app = web.Application(middlewares=[receipt.middleware])
     app[SIM_KEY] = sim
 
     async def on_startup(_: web.Application) -> None:
@@ -130,10 +133,12 @@ def make_simulator(seed: int = 0, **opts: Any) -> Simulator:
     inband = bool(opts.pop("per_request_metrics", False))
     max_len, spec_tokens = opts.pop("max_model_len", None), int(opts.pop("spec_tokens", 0) or 0)
     opts_version = opts.pop("engine_version", None) or DEFAULT_ENGINE_VERSION
+    engine_profile = str(opts.pop("engine_profile", None) or "vllm")
     profile = LatencyProfile(**{k: v for k, v in opts.items() if v is not None}).scaled(scale)
     sim = Simulator(seed=seed, model=model, profile=profile, background_rps=rps)
     sim.burner.slice_s *= scale
     sim.per_request_metrics = inband
+    sim.engine_profile = engine_profile
     sim.engine_version = str(opts_version)
     if max_len:
         sim.max_model_len = int(max_len)
@@ -146,12 +151,26 @@ def make_simulator(seed: int = 0, **opts: Any) -> Simulator:
     return sim
 
 
-async def start(host: str, port: int, seed: int = 0, **opts: Any) -> tuple[web.AppRunner, int]:
-    """Serve a new simulator on host:port (0 picks a free port); return the runner and the bound port."""
-    app = build_app(make_simulator(seed, **opts))
+async def start(host: str, port: int, seed: int = 0, replicas: int = 1,
+                replica_faults: Sequence[tuple[int, dict[str, Any]]] = (), **opts: Any) -> tuple[web.AppRunner, int]:
+    """Serve a new simulator on host:port (0 picks a free port); return the runner and the bound port.
+
+    `replicas` > 1: that many simulators (seeds seed, seed+1, ...) behind a round-robin front (sim.replicas),
+    each starting with the faults `replica_faults` names for its index.
+    """
+    if replicas > 1:
+        from sloguard.sim.replicas import build_front
+
+        sims = [make_simulator(seed + i, **dict(opts)) for i in range(replicas)]
+        for index, faults in replica_faults:
+            sims[index].set_faults(faults)
+        app = build_front(sims, [build_app(sim) for sim in sims],
+                          [web.get("/v1/models", _models), web.get("/version", _version)])
+    else:
+        app = build_app(make_simulator(seed, **opts))
     runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=SHUTDOWN_TIMEOUT_S,
                            access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = receipt.Site(runner, host, port)  # each request's kernel receipt stamped (sim.receipt)
     await site.start()
     return runner, int(runner.addresses[0][1])

@@ -49,6 +49,7 @@ class Simulator:
         self._seq = 0
         self._log: OrderedDict[str, SimRequest] = OrderedDict()
         self.tracer: Any = None  # sim.tracing.SimTracer when spans are exported (`--otlp-traces-endpoint`)
+        self.engine_profile = "vllm"  # sloguard.sim.profiles: whose metrics, head timing and stream shape
         self.per_request_metrics = False  # vLLM's --enable-per-request-metrics: `metrics` in the usage chunk
         self.max_model_len = MAX_MODEL_LEN  # vLLM's --max-model-len: longer requests get a 400 (or a fault)
         self.engine_version = DEFAULT_ENGINE_VERSION  # what GET /version answers
@@ -127,8 +128,17 @@ def _since(t: float | None, origin: float | None) -> float | None:
     return None if t is None or origin is None else t - origin
 
 
+def _span(pair: tuple[float, float] | None, origin: float) -> list[float] | None:
+    return None if pair is None else [pair[0] - origin, pair[1] - origin]
+
+
 def timeline(req: SimRequest) -> dict[str, Any]:
-    """Return a request's timeline: offsets from arrival plus vLLM's phase durations."""
+    """Return a request's timeline: offsets from arrival plus vLLM's phase durations.
+
+    Outside the engine's TTFT: `front_s` (the kernel's receipt → the handler: a busy host's late loop; None
+    where unknown), `network_delay_s` (the fault, as waited), `queued_s`, and `head_sent_s` / `chunks_sent_s`:
+    [before, after] the write of the response head / of each of the first 8 token chunks (streams only).
+    """
     return {
         "id": req.rid, "prompt_tokens": req.prompt_tokens, "cached_tokens": req.cached_tokens,
         "max_tokens": req.max_tokens, "output_tokens": req.generated, "finish_reason": req.finished,
@@ -138,4 +148,6 @@ def timeline(req: SimRequest) -> dict[str, Any]:
         "queue_s": _since(req.scheduled, req.queued), "prefill_s": _since(req.first_token, req.scheduled),
         "decode_s": _since(req.last_token, req.first_token),
         "prefill_step_s": req.prefill_step_s, "network_delay_s": req.network_delay_s, "trace_id": req.trace_id,
+        "front_s": req.front_s, "head_sent_s": _span(req.head_sent, req.arrival),
+        "chunks_sent_s": [_span(c, req.arrival) for c in req.chunks_sent],
     }

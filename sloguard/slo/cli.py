@@ -3,51 +3,37 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from typing import Any
 
+from sloguard import untrusted
 from sloguard.clock import FakeClock
 from sloguard.config.files import read_text
 from sloguard.config.load import ConfigError, load_config
+from sloguard.escape import lines
 from sloguard.model import ProbeResult
+from sloguard.probes.bounds import from_row
 from sloguard.slo.engine import SLOEngine
 from sloguard.slo.export import api_json
 from sloguard.slo.model import slos_from_config
 from sloguard.slo.status import render_tables
-
-_FIELDS = {f.name for f in dataclasses.fields(ProbeResult)}
-_REQUIRED = [f.name for f in dataclasses.fields(ProbeResult)
-             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+from sloguard.untrusted import Invalid
 
 
-def _result(row: Any) -> ProbeResult:
-    if not isinstance(row, dict):
-        raise ValueError(f"expected a JSON object per line (from `sloguard probe --json`), got {type(row).__name__}")
-    missing = [name for name in _REQUIRED if name not in row]
-    if missing:
-        raise ValueError(f"missing key(s) {', '.join(missing)}: expected lines of `sloguard probe --json`")
-    values = {k: v for k, v in row.items() if k in _FIELDS}
-    if "itl_counts" in values:
-        values["itl_counts"] = tuple(values["itl_counts"])
-    return ProbeResult(**values)
-
-
-def read_results(lines: Iterable[str]) -> Iterator[ProbeResult]:
-    """Yield the results of `sloguard probe --json` lines (blank lines skipped; unknown keys ignored)."""
+def read_results(lines: Iterable[str], source: str = "results") -> Iterator[ProbeResult]:
+    """Yield the results of `sloguard probe --json` lines (blank lines skipped; unknown keys ignored); a bad line
+    raises ValueError `SOURCE:LINE: field: problem` (a latency out of range, NaN, `ok: "false"`, `ttft_s: "fast"`)."""
     for number, line in enumerate(lines, 1):
-        if line.strip():
-            try:
-                row = json.loads(line)
-            except ValueError:
-                raise ValueError(f"line {number}: not JSON: expected lines of `sloguard probe --json`") from None
-            try:
-                yield _result(row)
-            except (ValueError, TypeError) as exc:
-                raise ValueError(f"line {number}: not a probe result: {exc}") from exc
+        if not line.strip():
+            continue
+        try:
+            yield from_row(untrusted.json_doc(line, what="line"))
+        except Invalid as exc:
+            if exc.reason == "not_json":
+                raise ValueError(f"{source}:{number}: not JSON (lines of `sloguard probe --json`; no NaN)") from None
+            raise ValueError(f"{source}:{number}: {exc}") from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,7 +51,7 @@ def main(argv: list[str]) -> int:
     try:
         cfg = load_config(args.config)
         text = sys.stdin.read() if args.results == "-" else read_text(args.results, limit=1 << 31)
-        results = list(read_results(text.splitlines()))
+        results = list(read_results(text.splitlines(), "-" if args.results == "-" else args.results))
     except (ConfigError, OSError, ValueError) as exc:
         print(f"sloguard evaluate: {exc}", file=sys.stderr)
         return 2
@@ -78,7 +64,7 @@ def main(argv: list[str]) -> int:
         print(json.dumps(doc, indent=2, sort_keys=True))
     else:
         print(f"{len(results)} probe results, evaluated at {_when(at)} (--json for every figure)\n")
-        print(render_tables(doc))
+        print(lines(render_tables(doc)))  # names and errors come from the file
     return 0
 
 

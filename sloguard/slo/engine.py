@@ -2,26 +2,25 @@
 
 from __future__ import annotations
 
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 from prometheus_client.metrics_core import Metric
 
+from sloguard.censoring import encode
 from sloguard.clock import Clock
 from sloguard.model import ProbeResult
+from sloguard.outcome import failure_kind
 from sloguard.slo import export
+from sloguard.slo.counters import CounterKey, ReplicaKey, ReplicaTotals, counter_key, server_counts
 from sloguard.slo.evaluate import ServerWindowsLike, evaluate
-from sloguard.slo.model import SLO, Indicator, SLOStatus, indicators, is_good
-from sloguard.windows.probe import ProbeWindow, encode, judge
+from sloguard.slo.model import SLO, Indicator, indicators, is_good
+from sloguard.slo.result import SLOStatus
+from sloguard.windows.probe import ProbeWindow, judge
 
 ALL = ""  # the all-requests segment
-CounterKey = tuple[str, tuple[tuple[str, str], ...], bool]  # (slo, budget labels, good)
-
-
-def counter_key(slo: str, ind: Indicator, good: bool) -> CounterKey:
-    """Return the sloguard_slo_requests_total key of one budget's good or bad requests."""
-    return slo, tuple(ind.labels().items()), good
-
-
+FAILURES_KEPT, FAILURES_MAX = 3600.0, 20_000  # what an availability breach's "why" can count: the last hour
 def _judged(result: ProbeResult, ind: Indicator, good: bool, objectives: tuple[int, int, dict[Indicator, int]],
             ) -> bool | None:
     """Return whether a request was good for one budget, or None when the budget does not judge it."""
@@ -42,6 +41,8 @@ class SLOEngine:
         self._slos: tuple[SLO, ...] = ()
         self._windows: dict[str, dict[str, ProbeWindow]] = {}
         self._requests: dict[CounterKey, int] = {}
+        self._replica_requests: dict[ReplicaKey, float] = {}  # server SLOs (sloguard.slo.counters)
+        self._failures: dict[str, deque[tuple[float, str]]] = {}
         self.reconfigure(slos)
 
     @property
@@ -52,6 +53,11 @@ class SLOEngine:
     def windows(self, slo: str) -> dict[str, ProbeWindow]:
         """Return an SLO's probe windows by segment ("" = all requests)."""
         return self._windows[slo]
+
+    def failures(self, slo: str, window: float, now: float) -> dict[str, int]:
+        """Return the SLO's failed requests over the last `window` (≤ 1 h) by kind (timeout, HTTP 503, ...)."""
+        got = Counter(kind for ts, kind in self._failures.get(slo, ()) if now - window < ts <= now)
+        return dict(got.most_common())
 
     def add_probe_results(self, results: Iterable[ProbeResult]) -> None:
         """Record results in every probe SLO whose target (and probe, if set) match; count them."""
@@ -72,11 +78,13 @@ class SLOEngine:
             for pw in self._windows[slo.name].values():
                 pw.expire(now)
             out.append(evaluate(slo, self._windows[slo.name], now, server))
+        if server is not None and hasattr(server, "replica_totals"):  # the daemon's ServerWindows
+            self._replica_requests = server_counts(self._slos, cast(ReplicaTotals, server))
         return out
 
     def families(self, statuses: Sequence[SLOStatus]) -> list[Metric]:
         """Return the sloguard_slo_* and sloguard_stage_* families for these statuses."""
-        return export.families(statuses, self._requests)
+        return export.families(statuses, self._requests, self._replica_requests)
 
     def api_json(self, statuses: Sequence[SLOStatus]) -> dict[str, object]:
         """Return the GET /api/v1/slos document."""
@@ -104,6 +112,7 @@ class SLOEngine:
                 for ind in indicators(s) for good in (False, True)}
         self._requests = {k: self._requests.get(k, 0) for k in zero}
         self._slos, self._windows = tuple(slos), windows
+        self._failures = {n: f for n, f in self._failures.items() if n in windows and n not in fresh}
         if history is not None and any(s.source == "probe" and s.name in fresh for s in slos):
             self._add(history, count=False, only=fresh)
 
@@ -120,10 +129,18 @@ class SLOEngine:
                 missed, judged = judge(r, objectives, encoded)
                 segments = self._windows[slo.name]
                 segments[ALL].add(r, good, missed, encoded)
+                if not r.ok:
+                    self._fail(slo.name, r)
                 if slo.segment_by == "prompt_bucket":
                     segments.setdefault(r.prompt_bucket, ProbeWindow(slo.window)).add(r, good, missed, encoded)
                 if count:
                     self._count(slo.name, budgets, r, good, (missed, judged, bits))
+
+    def _fail(self, slo: str, r: ProbeResult) -> None:
+        log = self._failures.setdefault(slo, deque(maxlen=FAILURES_MAX))
+        log.append((r.ts, failure_kind(r)))
+        while log and log[0][0] < log[-1][0] - FAILURES_KEPT:
+            log.popleft()
 
     def _count(self, slo: str, budgets: tuple[Indicator, ...], r: ProbeResult, good: bool,
                objectives: tuple[int, int, dict[Indicator, int]]) -> None:

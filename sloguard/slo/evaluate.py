@@ -2,11 +2,11 @@
 
 Definitions (README "Exact definitions"):
 - quantiles: probe SLOs use numpy `linear` percentiles while exact (sloguard.windows.probe), with every
-  censored request (it ended before the metric's event) at its lower bound; the value is `censored` (a
-  lower bound) when the censored requests could move it. Server SLOs: Prometheus `histogram_quantile`
-  maths on the window's bucket deltas (sloguard.windows.histo).
-- compliance: probe: quantile ≤ threshold and not censored; server: share of observations ≤ threshold ≥
-  percentile/100.
+  censored request (it ended before the metric's event) at its lower bound (the value), and at +∞ (`upper`).
+  Server SLOs: Prometheus `histogram_quantile` maths on the window's bucket deltas (sloguard.histogram).
+- compliance: probe: sloguard.windows.censor.judge: holds when upper ≤ threshold, `censored` (missed only
+  because of requests cut short) when value ≤ threshold < upper; server: share of observations ≤ threshold ≥
+  percentile/100 (engine histograms hold completed requests only: aborted ones spend the budget instead).
 - goodput ratio = good / requests, rate = good / covered seconds (probe SLOs only: histograms cannot
   tell which request met every threshold). Covered = min(window, now − since), since = when the SLO's
   windows began observing (engine start or reload) or the oldest row added (restart rebuild), if older.
@@ -30,23 +30,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Protocol
+from typing import Protocol, cast
 
+from sloguard import histogram
+from sloguard.config.burnwindows import REFERENCE_PERIOD
 from sloguard.model import Histogram
-from sloguard.slo.burnrate import REFERENCE_PERIOD, burn_rate, min_bad, observed_min_bad
-from sloguard.slo.model import (
-    SLO,
-    BudgetStatus,
-    BurnStatus,
-    Indicator,
-    ObjectiveStatus,
-    SLOStatus,
-    StageStatus,
-    WindowStatus,
-    indicators,
-)
+from sloguard.slo.breach import breach_window
+from sloguard.slo.burnrate import burn_rate, min_bad, observed_min_bad
+from sloguard.slo.model import SLO, Indicator, indicators
+from sloguard.slo.replicas import ReplicaStatus, ReplicaWindows, replica_statuses
+from sloguard.slo.result import BudgetStatus, BurnStatus, ObjectiveStatus, SLOStatus, StageStatus, WindowStatus
 from sloguard.slo.stages import breakdown
-from sloguard.windows import histo
+from sloguard.windows.censor import judge_quantile
 from sloguard.windows.probe import MISS, ProbeWindow, WindowView
 
 WORST_STAGE_WINDOW = 3600.0  # worst_stage is judged on the 1h window: recent, yet not one noisy probe
@@ -86,7 +81,7 @@ class ServerReader:
 
     def quantiles(self, metric: str, qs: Sequence[float]) -> tuple[float, ...] | None:
         h = self.histogram(metric)
-        values = [histo.quantile(q, h) for q in qs] if h is not None else [None]
+        values = [histogram.quantile(q, h) for q in qs] if h is not None else [None]
         return None if any(v is None for v in values) else tuple(float(v or 0.0) for v in values)
 
     def aborted(self) -> float:
@@ -153,9 +148,10 @@ def _probe_objectives(slo: SLO, view: WindowView, window: float, segment: str) -
                                        exact=view.exact))
             continue
         q = got[0]
-        out.append(ObjectiveStatus(o.metric, o.percentile, o.threshold, window, segment, q.value,
-                                   q.value <= o.threshold and not q.censored, exact=view.exact,
-                                   censored=q.censored, censored_count=q.censored_count, count=q.count))
+        j = judge_quantile(q, o.threshold)
+        out.append(ObjectiveStatus(o.metric, o.percentile, o.threshold, window, segment, q.value, j.holds,
+                                   exact=view.exact, censored=j.censored, censored_count=q.censored_count,
+                                   count=q.count, upper=q.upper))
     return out
 
 
@@ -180,14 +176,15 @@ def _server_window(slo: SLO, reader: ServerReader, window: float,
     aborted = reader.aborted()
     for ind, o in zip(indicators(slo), slo.objectives, strict=True):
         h = reader.histogram(o.metric)
-        value = None if h is None else histo.quantile(o.quantile, h)
-        frac = None if h is None else histo.fraction_le(h, o.threshold)
+        value = None if h is None else histogram.quantile(o.quantile, h)
+        frac = None if h is None else histogram.fraction_le(h, o.threshold)
         requests = max(requests, 0.0 if h is None else h.count)
         ok = None if frac is None else frac[0] >= o.quantile
         objectives.append(ObjectiveStatus(o.metric, o.percentile, o.threshold, window, "", value, ok,
-                                          None if frac is None else frac[0], frac is None or frac[1]))
-        if h is not None and frac is not None:
-            burns.append(_burn(slo, ind, window, h.count + aborted, (1.0 - frac[0]) * h.count + aborted))
+                                          None if frac is None else frac[0], frac is None or frac[1], upper=value))
+        good = None if h is None else histogram.count_le(h, o.threshold)
+        if h is not None and good is not None:  # count - good: integers on a bucket edge, as the exported counters
+            burns.append(_burn(slo, ind, window, h.count + aborted, h.count - good[0] + aborted))
     status = WindowStatus(window, "", requests, None, None, None, None, None, False)
     return status, objectives, burns
 
@@ -233,4 +230,11 @@ def evaluate(slo: SLO, probe: Mapping[str, ProbeWindow] | None, now: float,
                 if w == slo.window:
                     covered = pw.data_span(w, now)
     return SLOStatus(slo, now, tuple(windows), tuple(objectives), tuple(stages),
-                     _budgets(slo, burns, covered), tuple(burns), _worst_stage(stages))
+                     _budgets(slo, burns, covered), tuple(burns), _worst_stage(stages), _replicas(slo, server, now))
+
+
+def _replicas(slo: SLO, server: ServerWindowsLike | None, now: float) -> tuple[ReplicaStatus, ...]:
+    """Return a server SLO's replicas over its breach window, where the server windows know replicas."""
+    if slo.source != "server" or server is None or not hasattr(server, "replica_histograms"):
+        return ()
+    return replica_statuses(slo, cast(ReplicaWindows, server), breach_window(slo), now)

@@ -11,6 +11,7 @@ lint rejects a `quantile` label on any other type, and DESIGN §6 fixes the labe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
@@ -18,21 +19,23 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client.metrics_core import Metric
 
 from sloguard.config.units import format_duration
-from sloguard.slo.burnrate import plan
-from sloguard.slo.model import BudgetStatus, BurnStatus, Indicator, SLOStatus
+from sloguard.families import declare
+from sloguard.slo.model import Indicator
+from sloguard.slo.result import BudgetStatus, BurnStatus, SLOStatus
+from sloguard.slo.rows import row_states
 
 if TYPE_CHECKING:
-    from sloguard.slo.engine import CounterKey
+    from sloguard.slo.counters import CounterKey, ReplicaKey
 
 P = "sloguard_slo_"
 S = "sloguard_stage_"
 # name -> (type, help); the table is the exposition's single source of names and help text.
 FAMILIES: Mapping[str, tuple[str, str]] = {
-    P + "quantile_seconds": ("summary", "SLO metric quantile over the window (probe: exact ≤100k requests, else ≤1% relative; server: histogram_quantile); a lower bound where sloguard_slo_quantile_censored is 1. Computed every evaluation interval."),  # noqa: E501
-    P + "quantile_censored": ("summary", "1 when the quantile is only a lower bound: requests that ended before the metric's event (timeout, reset, error) could move it; the objective is then judged missed."),  # noqa: E501
-    P + "censored_requests": ("gauge", "Requests in the window that ended before the metric's event (counted as more than the time they ran)."),  # noqa: E501
+    P + "quantile_seconds": ("summary", "SLO metric quantile over the window (probe: exact ≤100k requests, else ≤1% relative; server: histogram_quantile). Probe: requests cut short before the metric's event (timeout, reset, error; sloguard_slo_censored_requests) count at the time they ran, so the value is a lower bound while any are in the window. Computed every evaluation interval."),  # noqa: E501
+    P + "quantile_censored": ("summary", "1 when the objective is missed only because of requests cut short before the metric's event: the quantile with them at the time they ran is within the threshold, with them at +Inf it is over. 0 when it holds even with them at +Inf, or when the measured values alone miss it."),  # noqa: E501
+    P + "censored_requests": ("gauge", "Requests in the window cut short before the metric's event (timeout, reset, error), counted as more than the time they ran; they may be nonzero while the objective holds."),  # noqa: E501
     P + "objective_seconds": ("summary", "Configured objective threshold for the SLO metric quantile."),
-    P + "objective_compliance": ("summary", "1 when the objective holds over the window, 0 when not (a censored quantile never holds)."),  # noqa: E501
+    P + "objective_compliance": ("summary", "1 when the objective holds over the window (probe: even with every request cut short at +Inf), 0 when not."),  # noqa: E501
     P + "goodput_ratio": ("gauge", "Share of requests in the window that succeeded and met every goodput threshold."),
     P + "goodput_rate": ("gauge", "Good requests per second over the window."),
     P + "goodput_target_ratio": ("gauge", "Configured goodput target ratio."),
@@ -42,13 +45,33 @@ FAMILIES: Mapping[str, tuple[str, str]] = {
     P + "burn_rate": ("gauge", "Error ratio over the window divided by (1 - objective): 1 spends the budget exactly in the SLO window."),  # noqa: E501
     P + "window_bad_requests": ("gauge", "Requests in the window that spent the budget."),
     P + "burn_evidence_ratio": ("gauge", "Bad requests in the window divided by the fewest that are significant against healthy operation (one-sided binomial test, alpha 0.001); burn alerts need >= 1 over their long window."),  # noqa: E501
-    P + "requests": ("counter", "Probe requests judged for each SLO budget since the daemon started, by whether they were good for it."),  # noqa: E501
+    P + "requests": ("counter", "Requests judged for each SLO budget, by whether they were good for it: probe SLOs, sloguard's probes since the daemon started; server SLOs, per replica, the engine's observations and aborted requests since sloguard first scraped it."),  # noqa: E501
     P + "window_requests": ("gauge", "Requests in the window (probe requests, or server histogram observations)."),
     S + "latency_seconds": ("summary", "Stage latency quantile over the window: per-request stages exact; server-histogram stages bounded by the histogram's sum and by their whole; network = time to the response head where no server record exists."),  # noqa: E501
     S + "budget_seconds": ("gauge", "Configured p95 latency budget of the stage."),
     S + "share_ratio": ("gauge", "Stage p50 divided by E2E p50 over the same window."),
     S + "overrun_ratio": ("gauge", "Stage p95 divided by its budget: above 1 the stage overran its budget."),
 }
+
+_SEG = ("prompt_bucket",)  # segmented SLOs only
+_OBJ = ("slo", "metric", "window", *_SEG)
+_BUDGET = ("slo", "sli", "metric", "percentile")  # metric, percentile: per-objective budgets only
+_WIN = ("slo", "window", *_SEG)
+_STAGE = ("slo", "stage", "window", *_SEG, "source")  # source="request": measured per request
+# name -> label names (a summary's `quantile` comes with its type); declared with FAMILIES for `sloguard check`.
+LABELS: Mapping[str, tuple[str, ...]] = {
+    P + "quantile_seconds": _OBJ, P + "quantile_censored": _OBJ, P + "censored_requests": _OBJ,
+    P + "objective_seconds": ("slo", "metric"), P + "objective_compliance": _OBJ,
+    P + "goodput_ratio": _WIN, P + "goodput_rate": _WIN, P + "goodput_target_ratio": ("slo",),
+    P + "error_ratio": (*_BUDGET, "window"), P + "error_budget_remaining_ratio": _BUDGET,
+    P + "window_coverage_ratio": _BUDGET, P + "burn_rate": (*_BUDGET, "window"),
+    P + "window_bad_requests": (*_BUDGET, "window"), P + "burn_evidence_ratio": (*_BUDGET, "window"),
+    P + "requests": (*_BUDGET, "good", "replica"), P + "window_requests": _WIN,
+    S + "latency_seconds": _STAGE, S + "budget_seconds": ("slo", "stage"), S + "share_ratio": _STAGE,
+    S + "overrun_ratio": _STAGE,
+}
+for _name, (_kind, _doc) in FAMILIES.items():
+    declare(_name, _kind, _doc, LABELS[_name])
 
 
 def _q(q: float) -> str:
@@ -104,16 +127,22 @@ def _samples(st: SLOStatus) -> Iterable[tuple[str, dict[str, str], float | None]
         yield S + "overrun_ratio", lab, s.overrun
 
 
-def families(statuses: Sequence[SLOStatus], requests: Mapping[CounterKey, int]) -> list[Metric]:
-    """Return one family per FAMILIES entry; `requests` maps (slo, budget labels, good) to the cumulative count."""
+def families(statuses: Sequence[SLOStatus], requests: Mapping[CounterKey, int],
+             replicas: Mapping[ReplicaKey, float] | None = None) -> list[Metric]:
+    """Return one family per FAMILIES entry; `requests` maps (slo, budget labels, good) to the cumulative count,
+    `replicas` (server SLOs) (slo, budget labels, good, replica) to the count since the replica was first scraped."""
     out = {name: Metric(name, doc, kind) for name, (kind, doc) in FAMILIES.items()}
     for st in statuses:
         for name, labels, value in _samples(st):
             if value is not None:
                 out[name].add_sample(name, labels, value)
+    rows: list[tuple[dict[str, str], float]] = [
+        ({"slo": slo, **dict(budget), "good": str(good).lower()}, count)
+        for (slo, budget, good), count in sorted(requests.items())]
+    rows += [({"slo": slo, **dict(budget), "good": str(good).lower(), "replica": replica}, count)
+             for (slo, budget, good, replica), count in sorted((replicas or {}).items())]
     seen: set[tuple[tuple[str, str], ...]] = set()
-    for (slo, budget, good), count in sorted(requests.items()):
-        lab = {"slo": slo, **dict(budget), "good": str(good).lower()}
+    for lab, count in rows:
         key = tuple(sorted(lab.items()))
         if key not in seen:  # two identical objectives share one series
             seen.add(key)
@@ -122,24 +151,17 @@ def families(statuses: Sequence[SLOStatus], requests: Mapping[CounterKey, int]) 
 
 
 def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: format_duration(v) if k == "window" else v for k, v in row.items()}
+    """Return a status row for JSON: windows as durations, non-finite numbers (an unbounded `upper`) as null."""
+    return {k: format_duration(v) if k == "window" else None if isinstance(v, float) and not math.isfinite(v) else v
+            for k, v in row.items()}
 
 
 def _rows_json(st: SLOStatus, ind: Indicator) -> list[dict[str, Any]]:
-    """Return the budget's alertable burn rows with their current burns and whether the condition holds."""
-    burns = {u.window: u for u in st.burns if u.indicator == ind}
-    out = []
-    for rule in plan(st.slo.window, ind.objective, st.slo.probe_rate):
-        w = rule.window
-        long, short = burns.get(w.long), burns.get(w.short)
-        lb, sb = (long.burn_rate if long else None), (short.burn_rate if short else None)
-        holds = (lb is not None and sb is not None and long is not None and lb > w.factor and sb > w.factor
-                 and (long.evidence or 0.0) >= 1.0)
-        out.append({"severity": w.severity, "long_window": format_duration(w.long),
-                    "short_window": format_duration(w.short), "factor": w.factor, "meaning": rule.meaning,
-                    "min_bad": long.min_bad if long else rule.min_bad, "bad_long": long.bad if long else None,
-                    "burn_long": lb, "burn_short": sb, "fires": holds and rule.alertable})
-    return out
+    """Return the budget's burn rows with their current burns and whether the alert clause holds (slo.rows)."""
+    return [{"severity": r.rule.window.severity, "long_window": format_duration(r.rule.window.long),
+             "short_window": format_duration(r.rule.window.short), "factor": r.rule.window.factor,
+             "meaning": r.rule.meaning, "min_bad": r.min_bad, "bad_long": r.bad_long, "burn_long": r.burn_long,
+             "burn_short": r.burn_short, "fires": r.fires} for r in row_states(st, ind)]
 
 
 def _budget_json(st: SLOStatus, b: BudgetStatus) -> dict[str, Any]:

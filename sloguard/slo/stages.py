@@ -5,7 +5,7 @@ Sources, best first (DESIGN §4: estimates only where no record exists):
   network/HTTP = client TTFT − server TTFT, queue, prefill, decode. Exact quantiles of per-request values.
 - `probe`: the probe's own per-request stages: connect, ttft, decode (E2E − TTFT), e2e, and, where no record
   gives the network stage, **network = time to the response head** (t0 → status line): the wire both ways
-  plus the server's HTTP front until it answers (README "Exact definitions"). Exact, per request, ≥ 0.
+  plus the server's HTTP front until it answers (docs/definitions.md). Exact, per request, ≥ 0.
 - `server`: engine histograms of all traffic (queue, prefill; server SLOs also ttft, decode, e2e), as
   intervals that agree with the histogram's own sum and with the whole (sloguard.windows.bounds): a value
   below the first bucket is bounded by the mean, never read as 0.95 × the first bound.
@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from sloguard.model import Histogram
-from sloguard.slo.model import SLO, StageSource, StageStatus
+from sloguard.slo.model import SLO, StageSource
+from sloguard.slo.result import StageStatus
 from sloguard.windows import bounds
 from sloguard.windows.bounds import Bounded
 

@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sloguard.config.burnwindows import STANDARD_WINDOWS
 from sloguard.config.units import format_duration, parse_duration
-from sloguard.slo.burnrate import STANDARD_WINDOWS
 
 OK, BREACH, NO_DATA = "OK", "BREACH", "no data"
 Doc = Mapping[str, Any]
@@ -78,25 +78,24 @@ def slo_lines(slo: Doc, window: str = "5m") -> list[str]:
     for w in _rows_at(slo.get("windows") or [], window):
         if w.get("goodput_ratio") is not None:
             lines.append(f"  {_goodput_state(w['goodput_ratio'], target):8} goodput {percent(w['goodput_ratio'])} "
-                         f"(target {percent(target)}), {w.get('requests') or 0:.0f} requests, "
-                         f"burn rate {w.get('burn_rate') or 0:.2f}x")
+                         f"(target {percent(target)}), {w.get('requests') or 0:.0f} requests")
     return lines + [f"  {note}" for note in _notes(slo, window)]
 
 
-# The event a censored request never reached, by metric (README "Exact definitions": censored latencies).
+# The event a censored request never reached, by metric (docs/definitions.md: censored latencies).
 _EVENT = {"ttft": "the first token", "ttfot": "the first output token", "e2e": "the end", "tpot": "the end",
           "itl": "the end", "decode": "the end"}
 
 
 def _value(o: Doc) -> str:
-    """Format an objective's quantile; a lower bound (censored by requests that ended early) reads `≥ 1900ms`."""
-    return ("≥ " if o.get("censored") else "") + seconds(o.get("value"))
+    """Format an objective's quantile; a lower bound (requests cut short could raise it) reads `≥ 1900ms`."""
+    return ("≥ " if o.get("censored_count") and o.get("upper") != o.get("value") else "") + seconds(o.get("value"))
 
 
 def _objective_line(o: Doc) -> str:
     line = (f"  {_verdict(o.get('compliant')):8} p{o.get('percentile', 0):g} {o.get('metric'):5} "
             f"{_value(o):>8}  (objective {threshold(o.get('threshold'))})")
-    if o.get("censored"):
+    if o.get("censored_count"):  # held or missed, say how many were cut short (sloguard.windows.censor)
         line += (f": {o.get('censored_count')} of {o.get('count')} ended before "
                  f"{_EVENT.get(str(o.get('metric')), 'the event')}")
     return line
@@ -134,13 +133,20 @@ def _notes(slo: Doc, window: str) -> list[str]:
     budget = slo.get("error_budget_remaining")
     if not budgets and budget is not None:
         notes.append(f"error budget remaining ({slo.get('window')}): {percent(budget)}")
-    if slo.get("worst_stage"):
-        notes.append(f"most over budget: {slo['worst_stage']}")
+    worst = worst_stage(slo, window)
+    if worst:
+        notes.append(f"most over budget over {window}: {worst}")
     return notes + diagnosis_lines(slo)
 
 
+def worst_stage(slo: Doc, window: str) -> str | None:
+    """Return the stage most over its p95 budget over this window (not over any other), or None."""
+    over = [s for s in _rows_at(slo.get("stages") or [], window) if (s.get("overrun") or 0.0) > 1.0]
+    return str(max(over, key=lambda s: s["overrun"])["stage"]) if over else None
+
+
 def diagnosis_lines(slo: Doc) -> list[str]:
-    """Return the bottleneck verdict line (README "Diagnosis"), or nothing while healthy or unavailable."""
+    """Return the bottleneck verdict line (docs/diagnosis.md), or nothing while healthy or unavailable."""
     d = slo.get("diagnosis")
     if not isinstance(d, dict) or not d.get("summary"):
         return []
@@ -201,8 +207,14 @@ def _window_rows(slo: Doc, windows: Sequence[str]) -> list[tuple[str, tuple[Cell
         rows.append((f"goodput >= {percent(target)}", cells(
             lambda w: Cell(percent(w.get("goodput_ratio")), _goodput_state(w.get("goodput_ratio"), target)))))
     rows.append(("requests", cells(lambda w: Cell(f"{w.get('requests') or 0:.0f}"))))
-    rows.append(("burn rate", cells(
-        lambda w: Cell(NO_DATA if w.get("burn_rate") is None else f"{w['burn_rate']:.2f}x"))))
+    burns: dict[tuple[str, str], float] = {}
+    for b in slo.get("burns") or []:  # per SLI: its fastest budget's burn in each window
+        if isinstance(b.get("burn_rate"), int | float):
+            key = (str(b.get("sli")), str(b.get("window")))
+            burns[key] = max(burns.get(key, 0.0), float(b["burn_rate"]))
+    for sli in dict.fromkeys(str(b.get("sli")) for b in slo.get("burns") or []):
+        rows.append((f"{sli} burn", tuple(Cell(f"{burns[(sli, w)]:.3g}x") if (sli, w) in burns else Cell(NO_DATA)
+                                          for w in windows)))
     return rows
 
 

@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, TypeVar
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from sloguard.clock import Clock, SystemClock
 from sloguard.config.spec import HostSpec, ProcessSpec
+from sloguard.families import declare
 from sloguard.sources.base import SourceError, SourceOutput
+from sloguard.sources.processes import ProcessFinder, describe
 
 T = TypeVar("T")
+log = logging.getLogger("sloguard.sources.host")
 _UNSEEN = (-1, -1.0)  # identity before the first observation of a process
 
 
@@ -52,64 +54,7 @@ class ProcStats:
     fds: float | None
     started: float  # Unix time (exported); moves with the wall clock, so not the process's identity
     since_boot: float  # seconds from boot to its start: with the pid, its identity
-
-
-class ProcessFinder:
-    """Find each configured process by pid file, name and/or cmdline regex; the oldest match wins."""
-
-    def __init__(self, specs: Sequence[ProcessSpec], psutil_mod: ModuleType) -> None:
-        self.specs = tuple(specs)
-        self.ps = psutil_mod
-        self._regex = {s.name: re.compile(s.cmdline_regex) for s in specs if s.cmdline_regex}
-        self._cache: dict[str, Any] = {}
-
-    def find_all(self) -> dict[str, Any]:
-        """Return {spec name: psutil.Process} for the specs that match a running process now."""
-        return {s.name: p for s in self.specs if (p := self.find(s)) is not None}
-
-    def find(self, spec: ProcessSpec) -> Any:
-        """Return the matching psutil.Process, or None."""
-        if spec.pid_file:
-            return self._from_pid_file(spec)
-        cached = self._cache.get(spec.name)
-        if cached is not None and cached.is_running():  # is_running also checks the start time
-            return cached
-        found = self._scan(spec)
-        self._cache[spec.name] = found
-        return found
-
-    def owner(self, pid: int, matched: Mapping[str, Any]) -> str:
-        """Return the spec name whose process is `pid` or one of its ancestors, else ""."""
-        by_pid = {p.pid: name for name, p in matched.items()}
-        if pid in by_pid:
-            return by_pid[pid]
-        try:
-            parents = self.ps.Process(pid).parents()
-        except (self.ps.Error, OSError):  # not visible from here (another PID namespace) or gone
-            return ""
-        return next((by_pid[p.pid] for p in parents if p.pid in by_pid), "")
-
-    def _from_pid_file(self, spec: ProcessSpec) -> Any:
-        try:
-            with open(spec.pid_file or "") as fh:
-                proc = self.ps.Process(int(fh.read().strip()))
-            info = proc.as_dict(["name", "cmdline"])
-        except (OSError, ValueError, self.ps.Error):
-            return None
-        return proc if self._accepts(spec, info) else None
-
-    def _scan(self, spec: ProcessSpec) -> Any:
-        found = [p for p in self.ps.process_iter(["name", "cmdline", "create_time"])
-                 if p.pid != os.getpid() and self._accepts(spec, p.info)]
-        # oldest first: the serving parent rather than its workers; pid breaks start-time ties (10 ms ticks)
-        return min(found, key=lambda p: (p.info["create_time"] or 0.0, p.pid), default=None)
-
-    def _accepts(self, spec: ProcessSpec, info: Mapping[str, Any]) -> bool:
-        name = spec.process_name or (None if spec.cmdline_regex or spec.pid_file else spec.name)
-        if name is not None and info.get("name") != name:
-            return False
-        regex = self._regex.get(spec.name)
-        return regex is None or regex.search(" ".join(info.get("cmdline") or ())) is not None
+    cpu_wait: float | None = None  # seconds its threads were runnable but waited for a CPU (Linux schedstat)
 
 
 def _safe(fn: Callable[[], T]) -> T | None:
@@ -119,7 +64,49 @@ def _safe(fn: Callable[[], T]) -> T | None:
         return None
 
 
-def read_stats(name: str, proc: Any, psutil_mod: ModuleType) -> ProcStats | None:
+def _thread_waits(pid: int, proc_root: str) -> dict[str, int] | None:
+    """Return each thread's run-queue wait (ns) from /proc/PID/task/TID/schedstat; None off Linux."""
+    try:
+        tids = os.listdir(f"{proc_root}/{pid}/task")
+    except OSError:
+        return None
+    out: dict[str, int] = {}
+    for tid in tids:
+        try:
+            with open(f"{proc_root}/{pid}/task/{tid}/schedstat", encoding="ascii") as fh:
+                out[tid] = int(fh.read().split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that exited between the listing and the read
+    return out or None
+
+
+class RunQueueWait:
+    """A process's run-queue wait as a counter that never goes down while the process lives.
+
+    schedstat's second field is the time a thread was runnable but waited for a CPU: on a CPU-bound engine, what
+    a neighbour on its cores takes from it (its own CPU time only falls). Summing the live threads alone would
+    drop a thread's wait when it exits (a request's worker thread), so retired threads keep their last value.
+    """
+
+    def __init__(self, proc_root: str = "/proc") -> None:
+        self.proc_root = proc_root
+        self._pid = -1
+        self._threads: dict[str, int] = {}
+        self._retired = 0
+
+    def read(self, pid: int) -> float | None:
+        """Return the process's summed wait in seconds (restarts from 0 with a new pid), or None off Linux."""
+        now = _thread_waits(pid, self.proc_root)
+        if now is None:
+            return None
+        if pid != self._pid:
+            self._pid, self._threads, self._retired = pid, {}, 0
+        self._retired += sum(v for tid, v in self._threads.items() if tid not in now)
+        self._threads = now
+        return (self._retired + sum(now.values())) * 1e-9
+
+
+def read_stats(name: str, proc: Any, psutil_mod: ModuleType, wait: RunQueueWait | None = None) -> ProcStats | None:
     """Read one process's figures in one oneshot; None if it exited meanwhile."""
     try:
         with proc.oneshot():
@@ -128,7 +115,8 @@ def read_stats(name: str, proc: Any, psutil_mod: ModuleType) -> ProcStats | None
             rss, threads = float(proc.memory_info().rss), float(proc.num_threads())
             started = proc.create_time()
             return ProcStats(name, proc.pid, cpu.user, cpu.system, rss, threads,
-                             None if fds is None else float(fds), started, started - psutil_mod.boot_time())
+                             None if fds is None else float(fds), started, started - psutil_mod.boot_time(),
+                             None if wait is None else wait.read(proc.pid))
     except psutil_mod.Error:
         return None
 
@@ -141,6 +129,17 @@ def read_stats(name: str, proc: Any, psutil_mod: ModuleType) -> ProcStats | None
 # under the same pid is the same process (create_time and boot_time are two reads of btime, which a flip can
 # fall between); a pid reused by a new process starts at least the old one's whole life later.
 SAME_START_S = 2.0
+_P = ("process",)
+PROC_UP = declare("sloguard_process_up", "gauge", "1 if the configured process is running.", _P)
+PROC_CPU = declare("sloguard_process_cpu_seconds", "counter", "CPU time of the process.", ("process", "mode"))
+PROC_WAIT = declare("sloguard_process_cpu_wait_seconds", "counter", "Time the process's threads were runnable but "
+                    "waited for a CPU (Linux schedstat run-queue wait, summed over threads).", _P)
+PROC_RSS = declare("sloguard_process_resident_memory_bytes", "gauge", "Resident set size.", _P)
+PROC_THREADS = declare("sloguard_process_threads", "gauge", "OS threads of the process.", _P)
+PROC_FDS = declare("sloguard_process_open_fds", "gauge", "Open file descriptors.", _P)
+PROC_START = declare("sloguard_process_start_time_seconds", "gauge", "Unix start time of the process.", _P)
+COLD_STARTS = declare("sloguard_server_cold_starts", "counter", "Restarts (a new pid, or a new start since boot) seen.",
+                      _P)
 
 
 def count_restart(prev: tuple[int, float], now: tuple[int, float] | None) -> tuple[tuple[int, float], bool]:
@@ -158,17 +157,8 @@ def count_restart(prev: tuple[int, float], now: tuple[int, float] | None) -> tup
 def host_families(specs: Sequence[ProcessSpec], stats: Mapping[str, ProcStats],
                   cold: Mapping[str, int]) -> list[Metric]:
     """Build the sloguard_process_* and sloguard_server_cold_starts_total families."""
-    lab = ["process"]
-    up = GaugeMetricFamily("sloguard_process_up", "1 if the configured process is running.", labels=lab)
-    cpu = CounterMetricFamily("sloguard_process_cpu_seconds", "CPU time of the process.",
-                              labels=["process", "mode"])
-    rss = GaugeMetricFamily("sloguard_process_resident_memory_bytes", "Resident set size.", labels=lab)
-    thr = GaugeMetricFamily("sloguard_process_threads", "OS threads of the process.", labels=lab)
-    fds = GaugeMetricFamily("sloguard_process_open_fds", "Open file descriptors.", labels=lab)
-    start = GaugeMetricFamily("sloguard_process_start_time_seconds", "Unix start time of the process.",
-                              labels=lab)
-    cs = CounterMetricFamily("sloguard_server_cold_starts", "Restarts (a new pid, or a new start since boot) seen.",
-                             labels=lab)
+    up, cpu, rss, thr = PROC_UP.gauge(), PROC_CPU.counter(), PROC_RSS.gauge(), PROC_THREADS.gauge()
+    fds, start, cs, wait = PROC_FDS.gauge(), PROC_START.gauge(), COLD_STARTS.counter(), PROC_WAIT.counter()
     for spec in specs:
         st = stats.get(spec.name)
         up.add_metric([spec.name], 0.0 if st is None else 1.0)
@@ -177,12 +167,14 @@ def host_families(specs: Sequence[ProcessSpec], stats: Mapping[str, ProcStats],
             continue
         cpu.add_metric([spec.name, "user"], st.user)
         cpu.add_metric([spec.name, "system"], st.system)
+        if st.cpu_wait is not None:
+            wait.add_metric([spec.name], st.cpu_wait)
         rss.add_metric([spec.name], st.rss)
         thr.add_metric([spec.name], st.threads)
         if st.fds is not None:
             fds.add_metric([spec.name], st.fds)
         start.add_metric([spec.name], st.started)
-    return [up, cpu, rss, thr, fds, start, cs]
+    return [up, cpu, wait, rss, thr, fds, start, cs]
 
 
 class HostSource:
@@ -205,6 +197,8 @@ class HostSource:
         self._finder = ProcessFinder(spec.processes, psutil_mod)
         self._identity: dict[str, tuple[int, float]] = {}
         self._cold: dict[str, int] = {}
+        self._unmatched: set[str] = set()  # specs logged as matching no process (logged again once found)
+        self._waits: dict[str, RunQueueWait] = {}
         self._guard = ThreadGuard("host")
 
     async def collect(self) -> SourceOutput:
@@ -215,16 +209,27 @@ class HostSource:
     def _read(self) -> dict[str, ProcStats]:
         stats: dict[str, ProcStats] = {}
         for name, proc in self._finder.find_all().items():
-            st = read_stats(name, proc, self._ps)
+            st = read_stats(name, proc, self._ps, self._waits.setdefault(name, RunQueueWait()))
             if st is not None:
                 stats[name] = st
         for spec in self.spec.processes:
             st = stats.get(spec.name)
+            self._log_match(spec, st)
             ident, restarted = count_restart(self._identity.get(spec.name, _UNSEEN),
                                              None if st is None else (st.pid, st.since_boot))
             self._identity[spec.name] = ident
             self._cold[spec.name] = self._cold.get(spec.name, 0) + int(restarted)
         return stats
+
+    def _log_match(self, spec: ProcessSpec, st: ProcStats | None) -> None:
+        """Warn once when a configured process matches nothing (a typo, or the engine is down); note its return."""
+        if st is None and spec.name not in self._unmatched:
+            self._unmatched.add(spec.name)
+            log.warning("host.processes entry %s matches no running process (%s): its CPU and restarts are not "
+                        "watched and the diagnosis cannot name serving_cpu_bound for it", spec.name, describe(spec))
+        elif st is not None and spec.name in self._unmatched:
+            self._unmatched.discard(spec.name)
+            log.info("host.processes entry %s matches pid %d again", spec.name, st.pid)
 
     async def close(self) -> None:
         """Nothing to release: psutil holds no handles between collections."""

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sloguard.config.spec import TargetSpec
+from sloguard.escape import terminal
 from sloguard.model import Histogram, Sample, ServerView
 from sloguard.sources.base import SourceError
 from sloguard.sources.engines import ENGINES, detect_engine, normalise
@@ -71,14 +72,14 @@ def _text(view: ServerView, feds: Sequence[Fed] = ()) -> str:
     if feds:
         lines.extend(_signals_text(feds))
     for name, mv in view.models.items():
-        lines.append(f"model: {name}")
+        lines.append(f"model: {terminal(name)}")  # a label value the server chose: escape bytes, CR, U+2028
         for sig, h in mv.histograms.items():
             mean = f"{h.sum / h.count:.6g}s" if h.count else "-"
             lines.append(f"  {sig:<22} histogram count={h.count:g} mean={mean} buckets={len(h.buckets)}")
         for sig, v in {**mv.gauges, **mv.counters}.items():
             lines.append(f"  {sig:<22} {v:g}")
         for reason, v in mv.finished_by_reason.items():
-            lines.append(f"  finished[{reason}]{'':<{max(0, 12 - len(reason))}} {v:g}")
+            lines.append(f"  finished[{terminal(reason)}]{'':<{max(0, 12 - len(reason))}} {v:g}")
     return "\n".join(lines)
 
 
@@ -108,7 +109,7 @@ def main(argv: list[str]) -> int:
         samples = parse_text(text)
     except (SourceError, ParseError) as exc:
         reason = getattr(exc, "reason", "parse")
-        print(f"sloguard inspect-metrics: {reason}: {exc}", file=sys.stderr)
+        print(f"sloguard inspect-metrics: {reason}: {terminal(str(exc))}", file=sys.stderr)
         return 1
     if args.raw:
         raw = [{"name": s.name, "labels": dict(s.labels), "value": _num(s.value)} for s in samples]

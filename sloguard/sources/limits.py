@@ -10,14 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sloguard.config.spec import TargetSpec
-from sloguard.model import ServerView
+from sloguard.model import SERVER_QUANTILES, SERVER_WINDOWS, ServerView
 from sloguard.sources.base import SourceError
 from sloguard.sources.engines import ENGINES, normalise
 from sloguard.sources.parse import LimitExceeded, ParseLimits, parse_page
-from sloguard.windows.server import QUANTILES
-
-# ServerWindows exports every windowed family over two windows (1m, 5m).
-_WINDOWS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,9 +39,9 @@ def exported_series(view: ServerView) -> int:
     """Return an upper bound of the `sloguard_server_*` series `view` adds to the exposition."""
     total = 0
     for mv in view.models.values():
-        total += len(mv.histograms) * (len(QUANTILES) + 1) * _WINDOWS
+        total += len(mv.histograms) * (len(SERVER_QUANTILES) + 1) * len(SERVER_WINDOWS)
         total += len(mv.gauges)
-        total += (len(mv.counters) + len(mv.finished_by_reason)) * _WINDOWS
+        total += (len(mv.counters) + len(mv.finished_by_reason)) * len(SERVER_WINDOWS)
     return total
 
 

@@ -11,13 +11,15 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import aiohttp
 
+from sloguard import answer, untrusted
 from sloguard.config.spec import Config, TargetSpec
 from sloguard.sources.base import SourceError
 from sloguard.sources.scrape import ScrapeSource
+from sloguard.untrusted import Invalid
+from sloguard.urls import api_endpoint
 
 log = logging.getLogger("sloguard.online")
 OPENAI_APIS = ("chat", "completions")
@@ -33,20 +35,18 @@ class Finding:
 
 async def served_models(api_url: str, api_key: str | None, timeout: float = 5.0) -> list[str]:
     """Return the model ids `GET {api_url}/v1/models` lists; raise SourceError when it cannot be read."""
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    url = api_url.rstrip("/") + "/v1/models"
+    headers = {**answer.HEADERS, **({"Authorization": f"Bearer {api_key}"} if api_key else {})}
+    url = api_endpoint(api_url, "/v1/models")
     try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session, \
-                session.get(url, headers=headers, allow_redirects=False) as resp:
+        async with answer.session(timeout) as session, session.get(url, headers=headers, allow_redirects=False) as resp:
             if resp.status != 200:
                 raise SourceError("http_status", f"{url} answered HTTP {resp.status}")
-            doc: Any = await resp.json(content_type=None)
+            return answer.model_ids(await answer.read_json(resp, what="/v1/models"))
+    except Invalid as exc:
+        untrusted.reject("discovery", exc.reason, str(exc))
+        raise SourceError(exc.reason, f"{url} is not a usable OpenAI model list ({exc.reason})") from None
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
         raise SourceError("connect", f"cannot read {url}: {type(exc).__name__}") from None
-    rows = doc.get("data") if isinstance(doc, dict) else None
-    if not isinstance(rows, list):
-        raise SourceError("not_metrics", f"{url} is not an OpenAI model list")
-    return [str(r["id"]) for r in rows if isinstance(r, dict) and "id" in r]
 
 
 def wanted_models(cfg: Config) -> dict[str, set[str]]:

@@ -11,13 +11,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from sloguard.clock import Clock, SystemClock
-from sloguard.exporter.snapshot import Snapshot
+from sloguard.families import declare
+from sloguard.snapshot import Snapshot
 from sloguard.sources.base import Source, SourceAbsent, SourceError, SourceOutput
 from sloguard.sources.parsepool import POOL
+
+_KT = ("source", "target", "replica")  # replica: a service's scraped replica only (sloguard.fleet)
+UP = declare("sloguard_source_up", "gauge", "1 if the source's last run succeeded (updated each run).", _KT)
+DURATION = declare("sloguard_source_duration_seconds", "gauge", "Duration of the source's last run.", _KT)
+LAST_SUCCESS = declare("sloguard_source_last_success_timestamp_seconds", "gauge",
+                       "Unix time of the source's last successful run.", _KT)
+FAILURES = declare("sloguard_source_failures", "counter", "Failed source runs by reason.", (*_KT, "reason"))
 
 log = logging.getLogger("sloguard.runner")
 OnOutput = Callable[[Source, SourceOutput], None]
@@ -36,9 +43,15 @@ class SourceState:
     absent: bool = False  # SourceAbsent: nothing to collect on this host; no series at all
 
 
+def source_id(src: Source) -> tuple[str, str, str]:
+    """Return (kind, target, replica): what names one scheduled source (replica "" unless it has one)."""
+    return src.kind, src.target, getattr(src, "replica", "")
+
+
 def source_key(src: Source) -> str:
     """Return the snapshot key of a source's own families."""
-    return f"source/{src.kind}/{src.target}"
+    kind, target, replica = source_id(src)
+    return f"source/{kind}/{target}" + (f"/{replica}" if replica else "")
 
 
 class SourceRunner:
@@ -50,7 +63,7 @@ class SourceRunner:
         self.clock = clock or SystemClock()
         self.scheduler = AsyncIOScheduler()
         self.sources: list[Source] = []
-        self.states: dict[tuple[str, str], SourceState] = {}
+        self.states: dict[tuple[str, str, str], SourceState] = {}
         self._stopped = False
 
     def start(self, sources: Sequence[Source]) -> None:
@@ -63,15 +76,15 @@ class SourceRunner:
         old = self.sources
         for job in self.scheduler.get_jobs():
             job.remove()
-        keep = {(s.kind, s.target) for s in sources}
+        keep = {source_id(s) for s in sources}
         for s in old:
-            if (s.kind, s.target) not in keep:
+            if source_id(s) not in keep:
                 self.snapshot.drop(source_key(s))
-                self.states.pop((s.kind, s.target), None)
+                self.states.pop(source_id(s), None)
         self.sources = list(sources)
         now = time.time()
         for src in self.sources:
-            self.states.setdefault((src.kind, src.target), SourceState())
+            self.states.setdefault(source_id(src), SourceState())
             self.scheduler.add_job(
                 self.run_once, "interval", seconds=src.interval, args=[src], max_instances=1, coalesce=True,
                 misfire_grace_time=max(1, int(src.interval)),
@@ -82,7 +95,7 @@ class SourceRunner:
 
     async def run_once(self, src: Source) -> None:
         """Collect once under the source's deadline and record the outcome; never raises."""
-        state = self.states.setdefault((src.kind, src.target), SourceState())
+        state = self.states.setdefault(source_id(src), SourceState())
         start = time.perf_counter()
         reason: str | None = None
         try:
@@ -144,24 +157,17 @@ class SourceRunner:
 
     def families(self) -> list[Metric]:
         """Return sloguard_source_{up,duration_seconds,last_success_timestamp_seconds,failures_total}."""
-        labels = ["source", "target"]
-        up = GaugeMetricFamily("sloguard_source_up", "1 if the source's last run succeeded (updated each run).",
-                               labels=labels)
-        dur = GaugeMetricFamily("sloguard_source_duration_seconds", "Duration of the source's last run.",
-                                labels=labels)
-        last = GaugeMetricFamily("sloguard_source_last_success_timestamp_seconds",
-                                 "Unix time of the source's last successful run.", labels=labels)
-        fails = CounterMetricFamily("sloguard_source_failures", "Failed source runs by reason.",
-                                    labels=[*labels, "reason"])
-        for (kind, target), st in sorted(self.states.items()):
+        up, dur, last, fails = UP.gauge(), DURATION.gauge(), LAST_SUCCESS.gauge(), FAILURES.counter()
+        for (kind, target, replica), st in sorted(self.states.items()):
             if st.runs == 0 or st.absent:
                 continue
-            up.add_metric([kind, target], st.up)
-            dur.add_metric([kind, target], st.duration)
+            ids = {"source": kind, "target": target} | ({"replica": replica} if replica else {})
+            up.add_sample(up.name, ids, st.up)
+            dur.add_sample(dur.name, ids, st.duration)
             if st.last_success is not None:
-                last.add_metric([kind, target], st.last_success)
+                last.add_sample(last.name, ids, st.last_success)
             for reason, n in sorted(st.failures.items()):
-                fails.add_metric([kind, target, reason], n)
+                fails.add_sample(fails.name + "_total", ids | {"reason": reason}, n)
         return [up, dur, last, fails]
 
     def shutdown(self) -> None:

@@ -11,6 +11,7 @@ Bearer token and never logged.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,8 @@ from prometheus_client.core import GaugeMetricFamily
 
 from sloguard.clock import Clock, SystemClock
 from sloguard.config.spec import TargetSpec
+from sloguard.families import declare
+from sloguard.histogram import is_reset
 from sloguard.model import ServerView
 from sloguard.sources.base import SourceError, SourceOutput
 from sloguard.sources.limits import Digest, ScrapeLimits
@@ -35,11 +38,13 @@ from sloguard.sources.parsepool import (
     read_back,
     sniff,
 )
-from sloguard.windows.histo import is_reset
 
 log = logging.getLogger("sloguard.scrape")
 ACCEPT = "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1"
 _CHUNK = 65536
+_TR = ("target", "replica")
+BODY_BYTES = declare("sloguard_scrape_body_bytes", "gauge", "Size of the last scraped /metrics body.", _TR)
+SAMPLES = declare("sloguard_scrape_samples", "gauge", "Samples parsed from the last /metrics scrape.", _TR)
 
 
 def went_backwards(old: ServerView, new: ServerView) -> bool:
@@ -85,9 +90,11 @@ class ScrapeSource:
         session_factory: Callable[[], aiohttp.ClientSession] | None = None,
         clock: Clock = SystemClock(),  # noqa: B008 - stateless default
         secrets: dict[str, str] | None = None,
+        replica: str | None = None,
     ) -> None:
         self.spec = target
         self.target = target.name
+        self.replica = replica if replica is not None else replica_name(target.name, target.metrics_url)
         self.interval = target.scrape_interval
         self.timeout = target.scrape_timeout
         self.clock = clock
@@ -99,6 +106,8 @@ class ScrapeSource:
         self._last: ServerView | None = None
         self._parsing: asyncio.Future[Digest] | None = None
         self.limits = ScrapeLimits.of(target)
+        # (target, scrape time, body) of every page fetched whole in memory: sloguard.recording's tap
+        self.on_page: Callable[[str, float, bytes], None] | None = None
 
     async def collect(self) -> SourceOutput:
         """Scrape once; raise SourceError(reason, msg) for any failure, nothing else but cancellation.
@@ -111,12 +120,15 @@ class ScrapeSource:
             if self._parsing is not None and not self._parsing.done():
                 raise SourceError("timeout", "the previous page is still being parsed")
             page = await self._fetch()
-            self._parsing = asyncio.ensure_future(POOL.digest(page, self.spec, self.clock.now(), self.limits))
+            ts = self.clock.now()
+            if self.on_page is not None and not page.path and not page.encoding:
+                self.on_page(self.target, ts, page.data)
+            self._parsing = asyncio.ensure_future(POOL.digest(page, self.spec, ts, self.limits))
             self._parsing.add_done_callback(_retrieve)
             if page.size >= PROCESS_THRESHOLD:  # once the parse let go of the page (even after a timeout)
                 self._parsing.add_done_callback(lambda _: POOL.trim_soon())
             done = await asyncio.shield(self._parsing)
-            view = done.view
+            view = dataclasses.replace(done.view, replica=self.replica)
         except SourceError as exc:
             self._failed(exc)
             raise
@@ -211,23 +223,28 @@ class ScrapeSource:
     def _failed(self, exc: SourceError) -> None:
         if exc.reason not in self._logged:
             self._logged.add(exc.reason)
-            log.warning("scrape failed target=%s reason=%s: %s", self.target, exc.reason, exc)
+            log.warning("scrape failed target=%s replica=%s reason=%s: %s", self.target, self.replica, exc.reason, exc)
 
     def _succeeded(self, view: ServerView) -> None:
         if self._logged:
-            log.info("scrape recovered target=%s after %s", self.target, ",".join(sorted(self._logged)))
+            log.info("scrape recovered target=%s replica=%s after %s", self.target, self.replica,
+                     ",".join(sorted(self._logged)))
             self._logged.clear()
         if self._last is not None and went_backwards(self._last, view):
             self.restarts += 1
-            log.info("engine restart detected target=%s (counters went backwards), restarts=%d",
-                     self.target, self.restarts)
+            log.info("engine restart detected target=%s replica=%s (counters went backwards), restarts=%d",
+                     self.target, self.replica, self.restarts)
         self._last = view
 
     def _families(self, size: int, samples: int) -> list[GaugeMetricFamily]:
-        body = GaugeMetricFamily("sloguard_scrape_body_bytes", "Size of the last scraped /metrics body.",
-                                 labels=["target"])
-        body.add_metric([self.target], float(size))
-        count = GaugeMetricFamily("sloguard_scrape_samples", "Samples parsed from the last /metrics scrape.",
-                                  labels=["target"])
-        count.add_metric([self.target], float(samples))
+        body = BODY_BYTES.gauge()
+        body.add_metric([self.target, self.replica], float(size))
+        count = SAMPLES.gauge()
+        count.add_metric([self.target, self.replica], float(samples))
         return [body, count]
+
+
+def replica_name(target: str, metrics_url: str | None) -> str:
+    """Return a plain target's `replica` label: its /metrics host:port (Prometheus's `instance`), else its name."""
+    netloc = urlparse(metrics_url or "").netloc
+    return netloc or target

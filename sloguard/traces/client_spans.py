@@ -29,9 +29,9 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from sloguard import __version__
-from sloguard.config.spec import SpanExportSpec
+from sloguard.config.traces import SpanExportSpec
 from sloguard.model import ProbeResult
-from sloguard.probes.outcome import outcome
+from sloguard.outcome import outcome
 from sloguard.traces.ids import probe_span_id
 from sloguard.traces.otlp import encode_spans
 from sloguard.traces.span import SpanData

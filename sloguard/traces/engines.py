@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from sloguard import untrusted
 from sloguard.traces.record import ServerRecord
 from sloguard.traces.span import AttrValue, SpanData
 
@@ -119,13 +120,20 @@ def _read(rule: Rule, spans: Sequence[SpanData]) -> float | None:
     return (max(s.end_ns for s in named) - min(anchors)) * NS if anchors else None
 
 
+_COUNTS = ("output_tokens", "prompt_tokens")
+
+
 def from_spans(engine: str, spans: Sequence[SpanData]) -> ServerRecord | None:
-    """Return the record an engine's spans of one request give, or None when no rule matched."""
+    """Return the record an engine's spans of one request give, or None when no rule matched.
+
+    Raise untrusted.Invalid when a value is not finite, negative, or beyond a week (seconds) or 2^53 (tokens).
+    """
     values: dict[str, float] = {}
     for rule in ENGINE_SPANS[engine].rules:
         v = _read(rule, spans)
         if v is not None:
-            values[rule.field] = v
+            values[rule.field] = float(untrusted.count(v, what=rule.field)) if rule.field in _COUNTS \
+                else untrusted.seconds(v, what=rule.field)
     if not values:
         return None
     out, prompt = values.get("output_tokens"), values.get("prompt_tokens")
@@ -144,8 +152,22 @@ def complete(engine: str, spans: Iterable[SpanData]) -> bool:
 
 
 def best(engines: Iterable[str], spans: Sequence[SpanData]) -> ServerRecord | None:
-    """Return the record of the engine map that reads the most fields (engine `auto`), None if none reads any."""
-    found = [r for r in (from_spans(e, spans) for e in engines) if r is not None]
+    """Return the record of the engine map that reads the most fields (engine `auto`), None if none reads any.
+
+    A map whose values are invalid is skipped; Invalid is raised only when every map that matched was invalid.
+    """
+    found: list[ServerRecord] = []
+    bad: untrusted.Invalid | None = None
+    for e in engines:
+        try:
+            record = from_spans(e, spans)
+        except untrusted.Invalid as exc:
+            bad = exc
+            continue
+        if record is not None:
+            found.append(record)
+    if not found and bad is not None:
+        raise bad
     return max(found, key=_filled, default=None)
 
 

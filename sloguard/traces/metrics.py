@@ -6,15 +6,32 @@ from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.metrics_core import Metric
 
+from sloguard.families import FamilyDef, declare
 from sloguard.model import ProbeResult
 from sloguard.traces.record import STAGE_FIELDS
 
 # Fine at the low end: a loopback network stage is ~1 ms and vLLM's queue often ~40 µs.
 STAGE_BUCKETS = (0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
                  30.0)
-_LABELS = ("probe", "target", "stage", "source")
+STAGE_SECONDS = declare("sloguard_request_stage_seconds", "histogram", "Stage of each probe request measured from the "
+                        "server's own record of it (network = client TTFT - server TTFT, queue, prefill, decode); "
+                        "source=request.", ("probe", "target", "stage", "source"))
+SPANS = declare("sloguard_trace_spans", "counter", "Spans received by the OTLP receiver, by what became of them.",
+                ("outcome",))
+RECEIVER = declare("sloguard_trace_receiver_requests", "counter", "OTLP export requests received, by outcome.",
+                   ("outcome",))
+RECORDS = declare("sloguard_request_records", "counter", "Successful probe requests by where their server record "
+                  "came from (otlp, inband, or missing).", ("target", "source"))
+NEGATIVE = declare("sloguard_request_stage_negative", "counter", "Measured stages dropped for being negative (a clock "
+                   "or join bug, never exported as a stage).", ("target", "stage"))
+EXPORT = declare("sloguard_trace_export_spans", "counter", "Probe client spans (and forwarded engine spans) by export "
+                 "outcome.", ("outcome",))
+PENDING = (declare("sloguard_trace_pending_results", "gauge", "Probe results waiting for their engine span."),
+           declare("sloguard_trace_pending_spans", "gauge", "Engine spans waiting for their probe result."),
+           declare("sloguard_trace_pending_span_bytes", "gauge", "Estimated bytes of the engine spans waiting for "
+                   "their probe result (bounded by traces.max_pending_bytes per lane)."))
 
 
 class StageHistograms:
@@ -41,9 +58,7 @@ class StageHistograms:
 
     def family(self) -> Metric:
         """Return `sloguard_request_stage_seconds`."""
-        fam = HistogramMetricFamily(
-            "sloguard_request_stage_seconds", "Stage of each probe request measured from the server's own record "
-            "of it (network = client TTFT - server TTFT, queue, prefill, decode); source=request.", labels=_LABELS)
+        fam = STAGE_SECONDS.histogram()
         for key, (counts, total) in sorted(self._h.items()):
             cumulative, buckets = 0, []
             for bound, c in zip((*STAGE_BUCKETS, float("inf")), counts, strict=True):
@@ -53,8 +68,8 @@ class StageHistograms:
         return fam
 
 
-def _counter(name: str, doc: str, labels: tuple[str, ...], values: Mapping[Any, int]) -> Metric:
-    fam = CounterMetricFamily(name, doc, labels=list(labels))
+def _counter(fd: FamilyDef, values: Mapping[Any, int]) -> Metric:
+    fam = fd.counter()
     for key, v in sorted(values.items()):
         fam.add_metric(list(key), v)
     return fam
@@ -64,27 +79,19 @@ def counters(spans: Mapping[str, int], receiver: Mapping[str, int], records: Map
              negative: Mapping[tuple[str, str], int], export: Mapping[str, int]) -> list[Metric]:
     """Return the receiver, join, record and span-export counters."""
     return [
-        _counter("sloguard_trace_spans", "Spans received by the OTLP receiver, by what became of them.",
-                 ("outcome",), {(k,): v for k, v in spans.items()}),
-        _counter("sloguard_trace_receiver_requests", "OTLP export requests received, by outcome.",
-                 ("outcome",), {(k,): v for k, v in receiver.items()}),
-        _counter("sloguard_request_records", "Successful probe requests by where their server record came from "
-                 "(otlp, inband, or missing).", ("target", "source"), records),
-        _counter("sloguard_request_stage_negative", "Measured stages dropped for being negative (a clock or join "
-                 "bug, never exported as a stage).", ("target", "stage"), negative),
-        _counter("sloguard_trace_export_spans", "Probe client spans (and forwarded engine spans) by export outcome.",
-                 ("outcome",), {(k,): v for k, v in export.items()}),
+        _counter(SPANS, {(k,): v for k, v in spans.items()}),
+        _counter(RECEIVER, {(k,): v for k, v in receiver.items()}),
+        _counter(RECORDS, records),
+        _counter(NEGATIVE, negative),
+        _counter(EXPORT, {(k,): v for k, v in export.items()}),
     ]
 
 
-def gauges(pending_results: int, pending_spans: int) -> list[Metric]:
+def gauges(pending_results: int, pending_spans: int, pending_bytes: int) -> list[Metric]:
     """Return what the join holds right now."""
     out: list[Metric] = []
-    for name, doc, value in (
-        ("sloguard_trace_pending_results", "Probe results waiting for their engine span.", pending_results),
-        ("sloguard_trace_pending_spans", "Engine spans waiting for their probe result.", pending_spans),
-    ):
-        g = GaugeMetricFamily(name, doc)
+    for fd, value in zip(PENDING, (pending_results, pending_spans, pending_bytes), strict=True):
+        g = fd.gauge()
         g.add_metric([], value)
         out.append(g)
     return out

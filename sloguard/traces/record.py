@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from sloguard.model import ProbeResult
+from sloguard.sources.engines.capabilities import Head
 
 RecordSource = Literal["otlp", "inband"]
 # The per-request stages a record measures (ProbeResult field -> stage name in SLO breakdowns).
@@ -43,17 +44,24 @@ def record_fields(record: ServerRecord | None) -> dict[str, Any]:
             "prefill_s": record.prefill_s, "server_decode_s": record.decode_s}
 
 
-def finalise(result: ProbeResult, record: ServerRecord | None = None) -> tuple[ProbeResult, tuple[str, ...]]:
+def finalise(result: ProbeResult, record: ServerRecord | None = None,
+             head: Head = "unknown") -> tuple[ProbeResult, tuple[str, ...]]:
     """Return the result with its measured stages and the names of stages dropped for being negative.
 
     A record given here (joined OTLP spans) replaces what the result carried (in-band). Network/HTTP =
     client TTFT − server TTFT. A negative stage is a clock or join bug: it is dropped (None), never stored.
-    Failed requests keep no stages (their latencies never enter percentiles).
+    Failed requests keep no stages (their latencies never enter percentiles). `head`: when the target's engine
+    sends its response head (sources.engines.capabilities); a head sent at slot start or with the first token
+    is no network time, for a failed request as for a successful one, and at slot start it measures the queue.
     """
     if record is not None:
         result = dataclasses.replace(result, record=record.source, server_ttft_s=record.ttft_s,
                                      queue_s=record.queue_s, prefill_s=record.prefill_s,
                                      server_decode_s=record.decode_s)
+    if head == "slot_start":
+        result = slot_start_queue(result)
+    elif head == "first_token":
+        result = dataclasses.replace(result, head_s=None)
     if not result.ok or not result.record:
         return clear_record(result), ()
     network = None
@@ -65,6 +73,22 @@ def finalise(result: ProbeResult, record: ServerRecord | None = None) -> tuple[P
     c = {k: (None if v is not None and v < 0 else v) for k, v in values.items()}
     return dataclasses.replace(result, network_s=c["network_s"], queue_s=c["queue_s"], prefill_s=c["prefill_s"],
                                server_decode_s=c["server_decode_s"], head_s=_early_head(result)), negative
+
+
+def slot_start_queue(result: ProbeResult) -> ProbeResult:
+    """Return the result of an engine that sends its head when a slot starts the task, with the queue it measures.
+
+    The head then arrives one round trip plus the server's time to slot start after t0; the TCP handshake of the
+    same request measured that round trip (llama-server closes the connection after each stream, so each probe
+    opens a new one). Queue = head − handshake (≥ 0), server TTFT = queue + prefill; without a fresh handshake
+    (a reused connection) the queue is not measured. The head itself is never the network stage here.
+    """
+    head, rtt = result.head_raw_s if result.head_raw_s is not None else result.head_s, result.connect_s
+    queue = max(0.0, head - rtt) if head is not None and rtt is not None and rtt > 0 and result.ok else None
+    server_ttft = queue + result.prefill_s if queue is not None and result.prefill_s is not None else None
+    if queue is None or result.queue_s is not None:
+        return dataclasses.replace(result, head_s=None)
+    return dataclasses.replace(result, head_s=None, queue_s=queue, server_ttft_s=server_ttft)
 
 
 def _early_head(result: ProbeResult) -> float | None:

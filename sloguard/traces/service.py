@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from prometheus_client.metrics_core import Metric
 
 from sloguard.config.spec import Config
 from sloguard.model import ProbeResult
-from sloguard.slo.model import GOODPUT_FIELDS, SLO, is_good
 from sloguard.traces import metrics
 from sloguard.traces.join import Joiner
 
@@ -24,44 +23,31 @@ if TYPE_CHECKING:
     from sloguard.traces.client_spans import ClientSpans
     from sloguard.traces.otlp import Decoded
     from sloguard.traces.receiver import Receiver
+    from sloguard.web.webconfig import WebConfig
 
 log = logging.getLogger("sloguard.traces")
-_OBJECTIVE_FIELDS = {**GOODPUT_FIELDS, "ttfot": "ttfot_s"}
-
-
-def missed_slo(r: ProbeResult, slos: Sequence[SLO]) -> bool:
-    """Return True if a request missed a goodput threshold or exceeded an objective threshold of its SLOs."""
-    for s in slos:
-        if s.source != "probe" or s.target != r.target or (s.probe is not None and s.probe != r.probe):
-            continue
-        if s.goodput is not None and not is_good(r, s.goodput):
-            return True
-        for o in s.objectives:
-            attr = _OBJECTIVE_FIELDS.get(o.metric)
-            value = getattr(r, attr) if attr else None
-            if value is not None and value > o.threshold:
-                return True
-    return False
-
-
 class RecordService:
     """Owns the join state, the optional receiver and the optional span exporter."""
 
-    def __init__(self, cfg: Config, slos: Sequence[SLO]) -> None:
+    def __init__(self, cfg: Config, missed: Callable[[ProbeResult], bool]) -> None:
         t = cfg.traces
-        self.joiner = Joiner(hold=t.hold, max_orphans=t.max_pending_spans)
+        self.joiner = Joiner(hold=t.hold, max_orphans=t.max_pending_spans, max_bytes=t.max_pending_bytes,
+                             skew=t.receiver.clock_skew if t.receiver is not None else 30.0)
         self.stages = metrics.StageHistograms()
         self.receiver: Receiver | None = None
         self.spans: ClientSpans | None = None
         self._ready: list[ProbeResult] = []
-        self.reconfigure(cfg, slos)
+        self._seen: dict[str, str] = {}  # target -> engine its /metrics showed (for `engine: auto`)
+        self.reconfigure(cfg, missed)
 
-    def reconfigure(self, cfg: Config, slos: Sequence[SLO]) -> None:
-        """Apply per-target modes, SLOs (for sampling) and the hold bound; the listen address needs a restart."""
+    def reconfigure(self, cfg: Config, missed: Callable[[ProbeResult], bool]) -> None:
+        """Apply per-target modes, the SLO-miss test (for sampling) and the hold bound; the listen address needs a
+        restart."""
         self._modes = {t.name: (t.server_records, t.engine) for t in cfg.targets}
-        self._slos = tuple(slos)
+        self._missed = missed
         self.joiner.hold = cfg.traces.hold
         self.joiner.max_orphans = cfg.traces.max_pending_spans
+        self.joiner.max_bytes = cfg.traces.max_pending_bytes
         self.stages.retain({p.name for p in cfg.probes})
         old = getattr(self, "_cfg", None)
         if old is not None and (old.traces.receiver, old.traces.export) != (cfg.traces.receiver, cfg.traces.export):
@@ -70,32 +56,40 @@ class RecordService:
                 update={"receiver": old.traces.receiver, "export": old.traces.export})})
         self._cfg = cfg
 
-    async def start(self) -> None:
-        """Start the receiver and the span exporter where configured."""
+    async def start(self, web_config: WebConfig | None = None) -> None:
+        """Start the receiver (behind its own web config, else the daemon's) and the span exporter where configured."""
         t = self._cfg.traces
         if t.export is not None:
             from sloguard.traces.client_spans import ClientSpans
 
             self.spans = ClientSpans(t.export)
         if t.receiver is not None:
-            from sloguard.exporter.webconfig import load_web_config
-            from sloguard.traces.receiver import Receiver
+            from sloguard.traces.receiver import Receiver, Settings
 
             keep_raw = t.export is not None and t.export.forward_engine_spans
-            self.receiver = Receiver(self._on_spans, load_web_config(t.receiver.web_config_file),
-                                     t.receiver.max_body_bytes, keep_raw)
+            self.receiver = Receiver(self._on_spans, receiver_web_config(t.receiver.web_config_file, web_config),
+                                     Settings.of(t.receiver), keep_raw)
             port = await self.receiver.start(t.receiver.listen)
             log.info("OTLP receiver listening", extra={"listen": t.receiver.listen, "port": port})
 
     def _on_spans(self, decoded: Decoded) -> None:
         self.joiner.spans["irrelevant"] += decoded.irrelevant
         self.joiner.spans["malformed"] += decoded.malformed
+        self.joiner.spans["overflow"] += decoded.overflow
         self._ready += self.joiner.add(decoded.spans, time.time())
+
+    def engines_seen(self, engines: Mapping[str, str]) -> None:
+        """Adopt the engine each target's /metrics showed, for targets configured `engine: auto`."""
+        self._seen |= {t: e for t, e in engines.items() if e != "unknown"}
+
+    def _mode(self, target: str) -> tuple[str, str]:
+        mode, engine = self._modes.get(target, ("none", "auto"))
+        return mode, self._seen.get(target, engine) if engine == "auto" else engine
 
     def finalise(self, results: Sequence[ProbeResult], now: float | None = None) -> list[ProbeResult]:
         """Return results final now: these (unless held) plus held ones completed or due."""
         now = time.time() if now is None else now
-        offered = [(r, *self._modes.get(r.target, ("none", "auto"))) for r in results]
+        offered = [(r, *self._mode(r.target)) for r in results]
         ready = self.joiner.offer(offered, now) + self._ready + self.joiner.due(now)
         self._ready = []
         return self._publish(ready)
@@ -109,7 +103,7 @@ class RecordService:
         if ready:
             self.stages.observe(ready)
             if self.spans is not None:
-                self.spans.offer(ready, lambda r: missed_slo(r, self._slos))
+                self.spans.offer(ready, self._missed)
         if self.joiner.forward:
             if self.spans is not None and self.spans.spec.forward_engine_spans:
                 self.spans.forward(self.joiner.forward)
@@ -122,7 +116,7 @@ class RecordService:
         receiver = self.receiver.requests if self.receiver is not None else {}
         export = self.spans.counts if self.spans is not None else {}
         return [self.stages.family(), *metrics.counters(j.spans, receiver, j.records, j.negative, export),
-                *metrics.gauges(j.pending, j.orphans)]
+                *metrics.gauges(j.pending, j.orphans, j.held_bytes)]
 
     async def stop(self) -> None:
         """Stop the receiver and flush the exporter (bounded: 2 s)."""
@@ -132,3 +126,24 @@ class RecordService:
             import asyncio
 
             await asyncio.to_thread(self.spans.close, 2.0)
+
+
+def receiver_web_config(path: str | None, daemon: WebConfig | None) -> WebConfig:
+    """Return the receiver's web config: its own file, else the daemon's --web.config.file (TLS and auth too).
+
+    Warn when the receiver ends up less protected than the web listener (its own file lacks TLS or auth that
+    the daemon's has): spans from anyone who reaches the port then count.
+    """
+    from sloguard.web.webconfig import WebConfig, load_web_config
+
+    daemon = daemon or WebConfig()
+    if path is None:
+        return daemon
+    own = load_web_config(path)
+    weaker = [what for what, theirs, ours in (
+        ("TLS", daemon.ssl_context is not None, own.ssl_context is not None),
+        ("authentication", daemon.authenticates, own.authenticates)) if theirs and not ours]
+    if weaker:
+        log.warning("the OTLP receiver is less protected than the web listener: its web config has no "
+                    + " and no ".join(weaker), extra={"receiver_web_config": path, "web_config": daemon.path})
+    return own

@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from sloguard import histogram
 from sloguard.model import Histogram
-from sloguard.windows import histo
 
 INF = math.inf
 
@@ -69,10 +69,10 @@ def _bucket(q: float, buckets: list[tuple[float, float]]) -> tuple[float, float]
 
 def quantile(q: float, h: Histogram) -> Bounded | None:
     """Return the q-quantile (0 ≤ q ≤ 1) of a histogram as an interval (module docstring); None when empty."""
-    value = histo.quantile(q, h)
+    value = histogram.quantile(q, h)
     if value is None or not 0.0 <= q <= 1.0:
         return None
-    buckets = histo._monotonic(h)
+    buckets = histogram._monotonic(h)
     lo, hi = _bucket(q, buckets)
     bounded = False
     total = buckets[-1][1]

@@ -1,15 +1,13 @@
 """Per-SLO probe windows: exact percentiles while a window holds ≤100k requests, ≤1% relative beyond.
 
 Each request is one row: its timestamp, flag bits (ok, good, one "missed" bit per SLO objective) and one
-float64 column per stored METRICS entry (seconds; decode = e2e − ttft is computed on read). A value is
-exact (≥ 0), undefined (NaN: never part of that metric's population) or **censored**: the request ended
-(timeout, reset, error) before the metric's event, so all we know is "more than b seconds"; it is stored
-as −(1 + b). CENSORING says, per metric, which failed requests are censored and at what bound b
-(README "Exact definitions"). Inserts are buffered and stored in bulk (sorted by timestamp).
+float64 column per stored METRICS entry, encoded as sloguard.censoring says (seconds: exact ≥ 0, censored
+−(1 + b), undefined NaN; decode = e2e − ttft is computed on read). Inserts are buffered and stored in bulk
+(sorted by timestamp).
 
-Quantiles put each censored request at its bound, which gives a lower bound of the true quantile; the
-result is exact only if moving every censored value to +∞ leaves it unchanged (checked by recomputing
-with censored values at a sentinel above every real latency), else it is reported `censored`.
+Quantiles put each censored request at its bound, which gives a lower bound of the true quantile, and
+report beside it the upper bound with every censored request at +∞ (sloguard.windows.censor judges an
+objective from the two).
 The newest ≥ RAW_CAP rows are kept raw, so a window whose rows are all raw gets numpy's exact `linear`
 percentiles (bit for bit) and exact edges (now − window, now]. Older rows live in time buckets of
 sketches (sloguard.windows.sketch, ≤1% relative error; exact and censored values in separate sketches);
@@ -21,14 +19,13 @@ ok, good, missed) are exact integers throughout.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from operator import attrgetter
-from typing import Literal
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from sloguard.censoring import CENSORING, METRICS, STORED_METRICS, decode, decode_column, encode
 from sloguard.model import ProbeResult
+from sloguard.windows.censor import Quantile, judge_request
 from sloguard.windows.rolling import EVICT_CHUNK, RAW_CAP, BucketRing, RawRing, Rows
 from sloguard.windows.sketch import (
     EMPTY_SKETCH,
@@ -41,131 +38,36 @@ from sloguard.windows.sketch import (
     sketch_of,
 )
 
-# Metric name -> ProbeResult field; "decode" is derived as e2e − ttft. ITL is the request's p99 gap.
-METRICS: Mapping[str, str] = {
-    "ttft": "ttft_s", "ttfot": "ttfot_s", "tpot": "tpot_s", "itl": "itl_p99_s", "e2e": "e2e_s",
-    "connect": "connect_s",
-    # stages measured per request from the server's own record (sloguard.traces), source="request"
-    "request_network": "network_s", "request_queue": "queue_s", "request_prefill": "prefill_s",
-    "request_decode": "server_decode_s",
-    "head": "head_s",  # time to the response head: the network stage where no server record exists
-    "decode": "",  # last: the bucket ring appends the derived column after the stored ones
-}
-# How a failed request counts per metric (metrics not listed: "reached"):
-# reached  - exact if the event came before the request ended, else censored at the elapsed time;
-# end      - the event is the end of the stream: always censored, at max(elapsed, value seen);
-# decoding - per-token metrics: censored (at the value seen so far, else 0) if the first token came,
-#            undefined if the request never produced a token (it is judged on ttft/e2e and availability);
-# record   - stages from the server's own record of the request: exact when recorded, else undefined.
-Censoring = Literal["reached", "end", "decoding", "record"]
-CENSORING: Mapping[str, Censoring] = {
-    "e2e": "end", "tpot": "decoding", "itl": "decoding",
-    "request_network": "record", "request_queue": "record", "request_prefill": "record", "request_decode": "record",
-}
 _COLUMN = {name: i for i, name in enumerate(METRICS)}
-_STORED = tuple(attr for attr in METRICS.values() if attr)  # raw columns; decode is computed on read
-_STORED_METRICS = tuple(name for name, attr in METRICS.items() if attr)
-_READ = attrgetter(*_STORED)
 _TTFT, _E2E, _DECODE = _COLUMN["ttft"], _COLUMN["e2e"], _COLUMN["decode"]
 _N = len(METRICS)
 OK, GOOD = 1, 2  # flag bits; bit MISS << i: the request missed the SLO's objective i
 MISS = 4
 MAX_OBJECTIVES = 14  # 16 flag bits
 _NO_VALUES = np.zeros(0)
-SENTINEL = 1e12  # above every real latency: where censored values go for the exactness check
 MIN_BUCKET = 60.0
 BUCKETS_PER_WINDOW = 1008  # 28d -> 40 min buckets
 FLUSH_AT = 256  # buffered results stored at once (bounds the buffer to ~30 KiB)
 
 
-def elapsed(result: ProbeResult) -> float:
-    """Return how long the request ran: elapsed_s, or for rows stored before it existed the latest timing seen."""
-    if result.elapsed_s is not None:
-        return result.elapsed_s
-    return max((v for v in (result.connect_s, result.ttft_s, result.ttfot_s, result.e2e_s) if v is not None),
-               default=0.0)
-
-
-def censored(bound: float) -> float:
-    """Return the stored encoding of "more than `bound` seconds": −(1 + bound)."""
-    return -1.0 - max(0.0, bound)
-
-
-def _failed_value(metric: str, value: float | None, result: ProbeResult, ran: float) -> float | None:
-    rule = CENSORING.get(metric, "reached")
-    if rule == "reached":
-        return value if value is not None else censored(ran)
-    if rule == "end":
-        return censored(max(ran, value or 0.0))
-    if rule == "record":
-        return value
-    return None if result.ttft_s is None else censored(value or 0.0)
-
-
-def censored_metrics(result: ProbeResult) -> dict[str, float]:
-    """Return metric -> lower bound (seconds) for each metric a failed request is censored in (ok: none)."""
-    if result.ok:
-        return {}
-    stored = dict(zip(_STORED_METRICS, encode(result), strict=True))
-    return {m: -v - 1.0 for m, v in stored.items() if v is not None and v < 0}
-
-
-def encode(result: ProbeResult) -> tuple[float | None, ...]:
-    """Return the stored metric values of one request: exact, None (undefined) or censored (negative)."""
-    values = _READ(result)
-    if result.ok:
-        return tuple(values)
-    ran = elapsed(result)
-    return tuple(_failed_value(m, v, result, ran) for m, v in zip(_STORED_METRICS, values, strict=True))
-
-
-def _decode(e2e: float | None, ttft: float | None) -> float | None:
-    """Return one request's decode as decode_column encodes it (None: undefined)."""
-    if ttft is None or e2e is None or ttft < 0:
-        return None
-    return e2e - ttft if e2e >= 0 else censored(-e2e - 1.0 - ttft)
-
-
 def judge(result: ProbeResult, objectives: Sequence[tuple[str, float]],
           encoded: tuple[float | None, ...] | None = None) -> tuple[int, int]:
     """Return (missed, judged) bit sets over (metric, threshold) objectives: judged = it has a value or a
-    censoring for the metric; missed = censored, or above the threshold. `encoded`: encode(result), if known."""
+    censoring for the metric; missed = censor.judge_request does not hold. `encoded`: encode(result), if known."""
     if not objectives:
         return 0, 0
-    values: dict[str, float | None] = dict(zip(_STORED_METRICS, encoded or encode(result), strict=True))
+    values: dict[str, float | None] = dict(zip(STORED_METRICS, encoded or encode(result), strict=True))
     if any(metric == "decode" for metric, _ in objectives):
-        values["decode"] = _decode(values.get("e2e"), values.get("ttft"))
+        values["decode"] = decode(values.get("e2e"), values.get("ttft"))
     missed = judged = 0
     for i, (metric, threshold) in enumerate(objectives):
         v = values.get(metric)
         if v is None or math.isnan(v):
             continue
         judged |= 1 << i
-        if v < 0 or v > threshold:
+        if not judge_request(v, threshold).holds:
             missed |= 1 << i
     return missed, judged
-
-
-def decode_column(e2e: np.ndarray, ttft: np.ndarray) -> np.ndarray:
-    """Return decode = e2e − ttft, censored at e2e's bound − ttft where e2e is censored and ttft exact."""
-    out: np.ndarray = e2e - ttft
-    with np.errstate(invalid="ignore"):
-        rows = np.flatnonzero(np.minimum(e2e, ttft) < 0)  # a censored side (NaN compares False): rare
-    if rows.size:
-        e, t = e2e[rows], ttft[rows]
-        with np.errstate(invalid="ignore"):
-            out[rows] = np.where((e < 0) & (t >= 0), -1.0 - np.maximum(0.0, -e - 1.0 - t), np.nan)
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class Quantile:
-    """A quantile over one window: its value (a lower bound when `censored`) and the censored count."""
-
-    value: float
-    censored: bool
-    censored_count: int
-    count: int
 
 
 class _Orders:
@@ -186,20 +88,19 @@ class _Orders:
         self.low = ExactQuantiles(low)  # NaN (undefined) is dropped
         self._measured: ExactQuantiles | None = None
 
-    def exact(self, q: float, low: float) -> bool:
-        """Return whether the q-quantile is unchanged with every censored value at +∞ (SENTINEL)."""
+    def upper(self, q: float, low: float) -> float:
+        """Return the q-quantile with every censored value at +∞: inf when it reads a censored rank."""
         n, n_measured = self.low.n, self.low.n - self.n_censored
-        pos = q * (n - 1)
+        pos = (n - 1) * (100.0 * q / 100)  # the rank lerp_percentiles reads (numpy's `linear`)
         top = min(math.floor(pos) + (1 if pos > math.floor(pos) else 0), n - 1)
-        if top >= n_measured and self.n_censored:
-            return False
-        if self._min_bound > self.low.at(top):  # every censored value already sits above the ranks used
-            return True
+        if not self.n_censored or self._min_bound > self.low.at(top):  # censored values sit above the ranks used
+            return low
+        if top >= n_measured:
+            return math.inf
         if self._measured is None:
             self._measured = ExactQuantiles(self._column[self._column >= 0])
-        measured = self._measured
-        high = lerp_percentiles(n, (q,), lambda r: measured.at(r) if r < n_measured else SENTINEL)[0]
-        return high == low
+        at = self._measured.at  # ranks past `top` carry no weight: clamp them into the measured ones
+        return lerp_percentiles(n, (q,), lambda r: at(min(r, n_measured - 1)))[0]
 
 
 class WindowView:
@@ -247,7 +148,7 @@ class WindowView:
         return self._orders[metric]
 
     def censored_quantiles(self, metric: str, qs: Sequence[float]) -> tuple[Quantile, ...] | None:
-        """Return each quantile with its censored flag: numpy-exact or ≤1% relative; None without a value."""
+        """Return each quantile with its bounds (censor.Quantile): numpy-exact or ≤1% relative; None without a value."""
         key = f"{metric}@{','.join(map(repr, qs))}"
         if key not in self._cache:
             self._cache[key] = self._exact(metric, qs) if self._sketch is None else self._sketched(metric, qs)
@@ -258,8 +159,8 @@ class WindowView:
         low = order.low.quantiles(qs)
         if low is None:
             return None
-        return tuple(Quantile(v, not order.exact(q, v), order.n_censored, order.low.n) for q, v in zip(qs, low,
-                                                                                                     strict=True))
+        return tuple(Quantile(v, order.upper(q, v), order.n_censored, order.low.n) for q, v in zip(qs, low,
+                                                                                                 strict=True))
 
     def _sketched(self, metric: str, qs: Sequence[float]) -> tuple[Quantile, ...] | None:
         exact, cens = self._sketch_pair(metric)
@@ -270,8 +171,8 @@ class WindowView:
         out = []
         for q in qs:
             low = float(quantile(both, q) or 0.0)
-            high = at_rank(exact, q * (n - 1))
-            out.append(Quantile(low, cens.count > 0 and high != low, cens.count, n))
+            high = at_rank(exact, q * (n - 1))  # censored at +∞: None when the rank is past the measured ones
+            out.append(Quantile(low, math.inf if high is None else max(low, high), cens.count, n))
         return tuple(out)
 
 
@@ -282,7 +183,7 @@ class ProbeWindow:
         self.longest = longest
         self.since = since  # observed since: creation time or the oldest row added, whichever is earlier
         self.first_ts = math.inf  # the oldest row ever added: where the data (not the process) begins
-        self._raw = RawRing(len(_STORED), cap, chunk)
+        self._raw = RawRing(len(STORED_METRICS), cap, chunk)
         # Bucket columns: every metric's exact values, then every metric's censored bounds.
         self._old = BucketRing(2 * _N, max(MIN_BUCKET, longest / BUCKETS_PER_WINDOW))
         self._pending: list[tuple[float | int | None, ...]] = []

@@ -1,37 +1,30 @@
 """Server-side windows over normalised scrapes, exported as the `sloguard_server_*` families.
 
-Every histogram, counter and finished-reason series of every (target, model) keeps a `HistogramWindow`
+Every histogram, counter and finished-reason series of every (target, replica, model) keeps a `HistogramWindow`
 (counters ride as one-bucket histograms, so restarts are handled once, in one place). Families are
-computed at render time from the scrapes in each window; an empty window exports nothing.
+computed at render time from the scrapes in each window, one series per replica; an empty window exports
+nothing. A target's readings (histogram, increase, ...) add its replicas up: a service's view
+(sloguard.windows.aggregate; replicas on different bucket grids are refused, named in `conflicts`). A replica
+that vanished (discovery) exports nothing at once but counts in its service's readings for its grace period.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from sloguard.config.units import format_duration
-from sloguard.model import Histogram, ServerView
-from sloguard.windows.histo import HistogramWindow, merge, quantile
+from sloguard.histogram import merge
+from sloguard.model import SERVER_WINDOWS, Histogram, ServerView
+from sloguard.windows.aggregate import GridConflict, add_replicas, merge_views
+from sloguard.windows.histo import HistogramWindow
+from sloguard.windows.serverexport import GAUGES, LATENCY_SIGNALS, QUANTILES, RATES, families
 
-QUANTILES = (0.5, 0.9, 0.95, 0.99)
-LATENCY_SIGNALS = ("ttft", "itl", "tpot", "e2e", "queue", "prefill", "decode", "inference")
-GAUGES = {
-    "requests_running": "Requests the engine is executing, from its last scrape.",
-    "requests_waiting": "Requests queued in the engine, from its last scrape.",
-    "kv_cache_usage_ratio": "KV-cache usage of the engine (0..1), from its last scrape.",
-}
-RATES = {
-    "prompt_tokens": "prompt_tokens_per_second",
-    "generation_tokens": "generation_tokens_per_second",
-    "preemptions": "preemptions_per_second",
-}
-_FROM = "computed over the window from the engine's cumulative /metrics scrapes in it"
-Key = tuple[str, str, str]
+__all__ = ["GAUGES", "LATENCY_SIGNALS", "QUANTILES", "RATES", "ServerWindows"]
+
+Key = tuple[str, str, str, str]  # target, replica, model, series
 
 
 def _one(value: float) -> Histogram:
@@ -41,26 +34,30 @@ def _one(value: float) -> Histogram:
 class ServerWindows:
     """Feed every ServerView here; read windowed histograms and the exported families back."""
 
-    def __init__(self, windows: Sequence[float] = (60.0, 300.0), max_age: float = 4 * 86400) -> None:
+    def __init__(self, windows: Sequence[float] = SERVER_WINDOWS, max_age: float = 4 * 86400) -> None:
         self.windows = tuple(windows)
         self.max_age = max_age
         self._hist: dict[Key, HistogramWindow] = {}
         self._count: dict[Key, HistogramWindow] = {}
-        self._latest: dict[str, ServerView] = {}
-        self._restarts: dict[str, int] = defaultdict(int)
+        self._latest: dict[tuple[str, str], ServerView] = {}
+        self._restarts: dict[tuple[str, str], int] = defaultdict(int)
+        self._gone: dict[tuple[str, str], float] = {}  # vanished replica -> when its windows are forgotten
+        self.conflicts: dict[tuple[str, str], GridConflict] = {}  # (target, signal) -> replicas on other grids
 
     def add(self, view: ServerView) -> None:
         """Record one scrape; a scrape in which any series went backwards counts as one restart."""
         reset = False
+        rep = view.replica
+        self._gone.pop((view.target, rep), None)
         for model, mv in view.models.items():
             for sig, h in mv.histograms.items():
-                reset |= self._feed(self._hist, (view.target, model, sig), view.ts, h)
+                reset |= self._feed(self._hist, (view.target, rep, model, sig), view.ts, h)
             counters = {**mv.counters, **{f"finished:{r}": v for r, v in mv.finished_by_reason.items()}}
             for name, value in counters.items():
-                reset |= self._feed(self._count, (view.target, model, name), view.ts, _one(value))
+                reset |= self._feed(self._count, (view.target, rep, model, name), view.ts, _one(value))
         if reset:
-            self._restarts[view.target] += 1
-        self._latest[view.target] = view
+            self._restarts[(view.target, rep)] += 1
+        self._latest[(view.target, rep)] = view
 
     def _feed(self, table: dict[Key, HistogramWindow], key: Key, ts: float, h: Histogram) -> bool:
         win = table.get(key)
@@ -70,15 +67,30 @@ class ServerWindows:
         win.add(ts, h)
         return win.resets() > before
 
+    def replica_histograms(self, target: str, signal: str, window: float, now: float) -> dict[str, Histogram]:
+        """Return replica -> its histogram of the window (all models), for the replicas that have one."""
+        per: dict[str, list[Histogram]] = defaultdict(list)
+        for (t, r, _, s), win in self._hist.items():
+            if t == target and s == signal and (h := win.over(window, now)) is not None:
+                per[r].append(h)
+        return {r: got for r, hs in per.items() if (got := merge(hs)) is not None}
+
     def histogram(self, target: str, model: str | None, signal: str, window: float, now: float) -> Histogram | None:
-        """Return the histogram of observations in the window; model None sums all models of the target."""
-        found = [
-            h
-            for (t, m, s), win in self._hist.items()
-            if t == target and s == signal and (model is None or m == model)
-            and (h := win.over(window, now)) is not None
-        ]
-        return merge(found)
+        """Return the histogram of observations in the window; model None sums all models of the target.
+
+        A service's replicas are added up; None when they sit on different bucket grids (`conflicts` names them).
+        """
+        per: dict[str, list[Histogram]] = defaultdict(list)
+        for (t, r, m, s), win in self._hist.items():
+            if t == target and s == signal and (model is None or m == model) and (h := win.over(window, now)):
+                per[r].append(h)
+        by_replica = {r: got for r, hs in per.items() if (got := merge(hs)) is not None}
+        summed, conflict = add_replicas(target, signal, by_replica)
+        if conflict is not None:
+            self.conflicts[(target, signal)] = conflict
+        else:
+            self.conflicts.pop((target, signal), None)
+        return summed
 
     def span(self, target: str, signal: str, window: float, now: float) -> float:
         """Return the seconds the window's delta of a target's signal spans (the longest model's; 0 if none).
@@ -86,14 +98,14 @@ class ServerWindows:
         Like `histogram`, the delta reaches back to the scrape at or just before now − window, so the span
         may exceed the window by up to one scrape interval: it is the time the observations were made in.
         """
-        spans = [found[1] for (t, _, s), win in self._hist.items()
+        spans = [found[1] for (t, _, _, s), win in self._hist.items()
                  if t == target and s == signal and (found := win.over_span(window, now)) is not None]
         return max(spans, default=0.0)
 
     def finished(self, target: str, reasons: frozenset[str], window: float, now: float) -> float:
         """Return the requests a target finished with one of `reasons` in the window (0 where not reported)."""
         names = {f"finished:{r}" for r in reasons}
-        return sum(found[0].count for (t, _, n), win in self._count.items()
+        return sum(found[0].count for (t, _, _, n), win in self._count.items()
                    if t == target and n in names and (found := win.over_span(window, now)) is not None)
 
     def reconfigure(self, targets: Collection[str], max_age: float, now: float) -> None:
@@ -104,126 +116,122 @@ class ServerWindows:
                 del table[key]
             for win in table.values():
                 win.max_age = max_age
-        for target in [t for t in self._latest if t not in targets]:
-            del self._latest[target]
-            self._restarts.pop(target, None)
+        for rkey in [k for k in self._latest if k[0] not in targets]:
+            del self._latest[rkey]
+            self._restarts.pop(rkey, None)
+            self._gone.pop(rkey, None)
+
+    def retire(self, present: Mapping[str, Collection[str]], grace: Mapping[str, float], now: float) -> None:
+        """Apply the current replicas of each target in `present`: a vanished one exports nothing from now on and
+        counts in its target's readings until `grace[target]` has passed, then is forgotten."""
+        for key in list(self._latest):
+            target, rep = key
+            if target in present and rep not in present[target] and key not in self._gone:
+                self._gone[key] = now + grace.get(target, 0.0)
+        for key, until in list(self._gone.items()):
+            if until <= now:
+                self._forget(key)
+
+    def _forget(self, key: tuple[str, str]) -> None:
+        for table in (self._hist, self._count):
+            for k in [k for k in table if k[:2] == key]:
+                del table[k]
+        self._latest.pop(key, None)
+        self._restarts.pop(key, None)
+        self._gone.pop(key, None)
 
     def restarts(self) -> dict[str, int]:
-        """Return engine restarts (counter resets) seen per target."""
-        return dict(self._restarts)
+        """Return engine restarts (counter resets) seen per target, its replicas' added up."""
+        out: dict[str, int] = defaultdict(int)
+        for (target, _), n in self._restarts.items():
+            out[target] += n
+        return dict(out)
+
+    def replica_restarts(self, target: str) -> dict[str, int]:
+        """Return restarts seen per present replica of a target."""
+        return {r: self._restarts.get((t, r), 0) for (t, r) in self._latest if t == target and (t, r) not in self._gone}
+
+    def replicas(self, target: str) -> list[str]:
+        """Return the present replicas of a target (scraped at least once, not vanished)."""
+        return sorted(r for (t, r) in self._latest if t == target and (t, r) not in self._gone)
 
     def families(self, now: float) -> list[Metric]:
-        """Return the `sloguard_server_*` families for `now`; stale or empty windows export nothing."""
-        out: list[Metric] = [*self._latency(now), *self._gauges(now), *self._rates(now)]
-        restarts = CounterMetricFamily(
-            "sloguard_server_restarts", "Engine restarts detected as counter resets between scrapes.",
-            labels=["target"],
-        )
-        for target in sorted(self._latest):
-            restarts.add_metric([target], float(self._restarts.get(target, 0)))
-        out.append(restarts)
-        return out
+        """Return the `sloguard_server_*` families for `now`, one series per present replica (serverexport)."""
+        return families(self, now)
 
-    def _latency(self, now: float) -> Iterator[Metric]:
-        for sig in LATENCY_SIGNALS:
-            # A summary without _sum/_count: the only type promtool accepts with a quantile label.
-            q_name = f"sloguard_server_{sig}_seconds"
-            q_fam = Metric(q_name, f"Engine-reported {sig} quantile (histogram_quantile semantics), {_FROM}.",
-                           "summary")
-            mean_fam = GaugeMetricFamily(
-                f"sloguard_server_{sig}_mean_seconds",
-                f"Engine-reported mean {sig}, {_FROM}.",
-                labels=["target", "model", "window"],
-            )
-            for (target, model, s), win in sorted(self._hist.items()):
-                if s != sig:
-                    continue
-                for w in self.windows:
-                    h = win.over(w, now)
-                    if h is None or h.count <= 0:
-                        continue
-                    label = format_duration(w)
-                    mean_fam.add_metric([target, model, label], h.sum / h.count)
-                    for q in QUANTILES:
-                        v = quantile(q, h)
-                        if v is not None:
-                            labels = {"target": target, "model": model, "quantile": str(q), "window": label}
-                            q_fam.add_sample(q_name, labels, v)
-            yield from (f for f in (q_fam, mean_fam) if f.samples)
+    def present(self, counters: bool = False) -> Iterator[tuple[Key, HistogramWindow]]:
+        """Yield the histogram (or counter) windows of present replicas, sorted by key."""
+        for key, win in sorted((self._count if counters else self._hist).items()):
+            if key[:2] not in self._gone:
+                yield key, win
 
-    def _gauges(self, now: float) -> Iterator[Metric]:
-        fresh = [v for _, v in sorted(self._latest.items()) if v.ts > now - max(self.windows, default=60.0)]
-        for sig, text in GAUGES.items():
-            fam = GaugeMetricFamily(f"sloguard_server_{sig}", text, labels=["target", "model"])
-            for view in fresh:
-                for model, mv in sorted(view.models.items()):
-                    if sig in mv.gauges:
-                        fam.add_metric([view.target, model], mv.gauges[sig])
-            if fam.samples:
-                yield fam
+    def views(self) -> list[ServerView]:
+        """Return the newest scrape of every present replica, sorted by (target, replica)."""
+        return [v for k, v in sorted(self._latest.items()) if k not in self._gone]
 
-    def _deltas(self, name: str, now: float) -> Iterator[tuple[str, str, str, float, float]]:
-        """Yield (target, model, window label, increase, seconds) for one counter name."""
-        for (target, model, n), win in sorted(self._count.items()):
-            if n != name:
-                continue
-            for w in self.windows:
-                found = win.over_span(w, now)
-                if found is not None and found[1] > 0:
-                    yield target, model, format_duration(w), found[0].count, found[1]
-
-    def _rates(self, now: float) -> Iterator[Metric]:
-        for counter, metric in RATES.items():
-            fam = GaugeMetricFamily(f"sloguard_server_{metric}", f"Engine {counter} per second, {_FROM}.",
-                                    labels=["target", "model", "window"])
-            for target, model, w, inc, secs in self._deltas(counter, now):
-                fam.add_metric([target, model, w], inc / secs)
-            if fam.samples:
-                yield fam
-        yield from self._hit_ratio(now)
-        yield from self._finished(now)
-
-    def _hit_ratio(self, now: float) -> Iterator[Metric]:
-        fam = GaugeMetricFamily("sloguard_server_prefix_cache_hit_ratio",
-                                f"Prefix-cache hits / queries (tokens), {_FROM}.", labels=["target", "model", "window"])
-        hits = {(t, m, w): inc for t, m, w, inc, _ in self._deltas("prefix_cache_hits", now)}
-        for t, m, w, queries, _ in self._deltas("prefix_cache_queries", now):
-            if queries > 0 and (t, m, w) in hits:
-                fam.add_metric([t, m, w], hits[(t, m, w)] / queries)
-        if fam.samples:
-            yield fam
-
-    def _finished(self, now: float) -> Iterator[Metric]:
-        fam = GaugeMetricFamily("sloguard_server_requests_finished_per_second",
-                                f"Requests the engine finished per second by reason, {_FROM}.",
-                                labels=["target", "model", "reason", "window"])
-        names = sorted({n for (_, _, n) in self._count if n.startswith("finished:")})
-        for name in names:
-            for t, m, w, inc, secs in self._deltas(name, now):
-                fam.add_metric([t, m, name.removeprefix("finished:"), w], inc / secs)
-        if fam.samples:
-            yield fam
+    def restart_counts(self) -> dict[tuple[str, str], int]:
+        """Return (target, replica) -> restarts seen, for present replicas."""
+        return {k: self._restarts.get(k, 0) for k in sorted(self._latest) if k not in self._gone}
 
     def model_increase(self, target: str, name: str, window: float, now: float) -> dict[str, tuple[float, float]]:
         """Return model -> (increase, seconds spanned) of one counter of a target over the window (resets handled)."""
-        return {m: (found[0].count, found[1]) for (t, m, n), win in self._count.items()
-                if t == target and n == name and (found := win.over_span(window, now)) is not None}
+        out: dict[str, tuple[float, float]] = {}
+        for (t, _, m, n), win in self._count.items():
+            if t == target and n == name and (found := win.over_span(window, now)) is not None:
+                inc, span = out.get(m, (0.0, 0.0))
+                out[m] = (inc + found[0].count, max(span, found[1]))
+        return out
 
     def increase(self, target: str, names: Collection[str], window: float, now: float) -> tuple[float, float] | None:
-        """Return (summed increase of the counters `names` over all models, longest span) in the window.
+        """Return (summed increase of the counters `names` over all models and replicas, longest span) in the window.
 
         Counter resets are handled as for every server series; None when no such counter has two scrapes.
         """
-        found = [got for (t, _, n), win in self._count.items()
+        found = [got for (t, _, _, n), win in self._count.items()
                  if t == target and n in names and (got := win.over_span(window, now)) is not None]
         if not found:
             return None
         return sum(h.count for h, _ in found), max(span for _, span in found)
 
+    def replica_increase(self, target: str, names: Collection[str], window: float,
+                         now: float) -> dict[str, tuple[float, float]]:
+        """Return replica -> (summed increase of the counters `names`, longest span) in the window."""
+        out: dict[str, tuple[float, float]] = {}
+        for (t, r, _, n), win in self._count.items():
+            if t == target and n in names and (got := win.over_span(window, now)) is not None:
+                inc, span = out.get(r, (0.0, 0.0))
+                out[r] = (inc + got[0].count, max(span, got[1]))
+        return out
+
     def counter_names(self, target: str) -> set[str]:
         """Return the counter names (finished reasons as `finished:<reason>`) a target has reported."""
-        return {n for (t, _, n) in self._count if t == target}
+        return {n for (t, _, _, n) in self._count if t == target}
+
+    def engines(self) -> dict[str, str]:
+        """Return the engine each target's newest scrape was read as (a service: its newest replica's)."""
+        return {t: v.engine for (t, _), v in sorted(self._latest.items(), key=lambda kv: kv[1].ts)}
 
     def latest(self, target: str) -> ServerView | None:
-        """Return the target's newest scrape, or None."""
-        return self._latest.get(target)
+        """Return the target's newest scrape; a service's present replicas as one view (aggregate.merge_views)."""
+        return merge_views([v for k, v in sorted(self._latest.items()) if k[0] == target and k not in self._gone])
+
+    def latest_of(self, target: str, replica: str) -> ServerView | None:
+        """Return one replica's newest scrape, or None."""
+        return self._latest.get((target, replica))
+
+    def replica_totals(self, target: str, signal: str) -> dict[str, Histogram]:
+        """Return present replica -> its histogram since sloguard first scraped it (all models, resets handled)."""
+        per: dict[str, list[Histogram]] = defaultdict(list)
+        for (t, r, _, s), win in self.present():
+            if t == target and s == signal and (h := win.total()) is not None:
+                per[r].append(h)
+        return {r: got for r, hs in per.items() if (got := merge(hs)) is not None}
+
+    def replica_finished_totals(self, target: str, reasons: Collection[str]) -> dict[str, float]:
+        """Return present replica -> the requests it finished with one of `reasons` since first scraped."""
+        names = {f"finished:{r}" for r in reasons}
+        out: dict[str, float] = defaultdict(float)
+        for (t, r, _, n), win in self.present(counters=True):
+            if t == target and n in names and (h := win.total()) is not None:
+                out[r] += h.count
+        return dict(out)

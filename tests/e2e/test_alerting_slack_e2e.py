@@ -60,7 +60,7 @@ def test_fault_to_slack_and_back_survives_429_5xx_and_sigkill(tmp_path: Path, sl
             wait_until(lambda: len(slack.posted()) >= 1, 90, "the firing message")
             print(f"\nfault → Slack firing message (through 2×429 + 2×503): {time.monotonic() - t0:.1f}s")
             post = slack.posted()[0]
-            assert str(post["text"]).startswith("[FIRING:1] SLOBurnFast") and not slack.faults
+            assert str(post["text"]).startswith("PAGE: SLOBurnFast") and not slack.faults
             # The resolved update hangs in the receiver; the daemon dies with it in flight, then restarts.
             slack.fail_next(1, "slow", 4)
             started = slack.started
@@ -79,7 +79,7 @@ def test_fault_to_slack_and_back_survives_429_5xx_and_sigkill(tmp_path: Path, sl
             assert len(slack.posted()) == 1, "the restart re-paged"
             ups = updates(slack)
             assert 1 <= len(ups) <= 2 and all(u["ts"] == post["ts"] for u in ups)
-            assert str(slack.messages[str(post["ts"])]["text"]).startswith("[RESOLVED]")
+            assert str(slack.messages[str(post["ts"])]["text"]).startswith("RESOLVED: ")
             dup = metric_value(metrics(daemon), "sloguard_notifications_total",
                                {"notifier": "oncall", "outcome": "duplicate_possible"})
             assert dup == 1.0

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import random
-import shutil
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -13,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.procs import Proc, _spawn, free_port, http_get, wait_until
+from support.alertmanager import alertmanager as real_alertmanager
+from support.alertmanager import alerts
+from support.procs import Proc, wait_until
 
 from sloguard.alerts.service import Alerting
 from sloguard.clock import SystemClock
@@ -26,26 +26,12 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def alertmanager(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
-    binary = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
-    if binary is None:
-        raise AssertionError("Alertmanager not installed: run scripts/setup.sh")
-    tmp = tmp_path_factory.mktemp("am")
-    (tmp / "am.yml").write_text("route: {receiver: blackhole, group_wait: 0s}\nreceivers: [{name: blackhole}]\n")
-    port, cluster = free_port(), free_port()
-    proc = _spawn([binary, f"--config.file={tmp / 'am.yml'}", f"--storage.path={tmp / 'data'}",
-                   f"--web.listen-address=127.0.0.1:{port}", f"--cluster.listen-address=127.0.0.1:{cluster}"],
-                  tmp / "am.log", port)
-    try:
-        wait_until(lambda: http_get(f"{proc.url}/-/ready")[0] == 200, 30, "Alertmanager")
+    with real_alertmanager(tmp_path_factory.mktemp("am")) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 def _alerts(am: Proc, active: bool) -> list[dict[str, Any]]:
-    q = "active=true&silenced=false&inhibited=false" if active else "active=false&unprocessed=false"
-    doc: list[dict[str, Any]] = json.loads(http_get(f"{am.url}/api/v2/alerts?{q}")[1])
-    return [a for a in doc if a["labels"].get("alertname") == "QueueTooDeep"]
+    return alerts(am, "QueueTooDeep", active)
 
 
 def test_firing_then_resolved_in_real_alertmanager(alertmanager: Proc, tmp_path: Path) -> None:

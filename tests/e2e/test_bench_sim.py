@@ -142,9 +142,21 @@ def test_find_max_load_lands_on_the_models_breaking_point(sim: str, tmp_path: Pa
     print(f"max-load search took {elapsed:.0f} s\n{done.stdout}")
     data = rows(out)
     (result,) = [r for r in data if r["type"] == "search"]
-    assert result["stopped"] == "converged" and result["breaks_first"] == "p95 ttft <= 180ms"
-    assert abs(result["max_load"] - B) <= 0.1 * B and result["first_break"] == B + 1
-    assert f"max concurrency at SLO: {B}" in done.stdout
+    verdicts: dict[float, set[str]] = {}
+    for st in (r for r in data if r["type"] == "stage"):
+        verdicts.setdefault(st["load"], set()).add(st["slo"]["verdict"])
+    # The model breaks past B by ≥ 120 ms at p95 and a host's delays only add to a latency, so no search stops
+    # above B. At or below B a busy host can break the SLO too, and the search must land where its own stages
+    # say: B where B held (an idle host: always), else lower, at the floor only if the floor broke.
+    assert result["breaks_first"] == "p95 ttft <= 180ms"
+    assert not any("holds" in v for load, v in verdicts.items() if load > B), verdicts
+    if result["stopped"] == "floor":
+        assert "breaks" in verdicts[min(verdicts)], (result, verdicts)
+    else:
+        assert result["stopped"] == "converged" and result["first_break"] == result["max_load"] + 1, result
+        assert result["max_load"] <= B and "holds" in verdicts[result["max_load"]], (result, verdicts)
+        assert result["max_load"] == B or "holds" not in verdicts.get(B, set()), (result, verdicts)
+        assert f"max concurrency at SLO: {result['max_load']:g}" in done.stdout
 
 
 def test_ctrl_c_ends_the_stage_writes_results_and_exits_130(sim: str, tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """Daemon + simulator (+ its dcgm-exporter page): each fault class gets the right verdict in /api/v1/slos, in
-/metrics and in the Slack message the Slack-like server receives; the network stage is within ±20 ms of an
-injected 200 ms delay and never negative.
+/metrics and in the Slack message the Slack-like server receives; under an injected 200 ms delay the network
+stage is, per request, what the simulator's own record says happened outside its TTFT (±1 ms), and it is
+never negative.
 
 One simulator and one daemon for the whole module; faults run in sequence, each cleared and recovered from
 before the next (engine restart last: its verdict holds for `restart_hold`). Waits are hang guards, never
@@ -24,6 +25,9 @@ pytestmark = pytest.mark.e2e
 TOKEN_ENV = "SLOGUARD_E2E_SLACK_TOKEN"
 PATIENCE = 60.0  # hang guard per step (a loaded CI machine may be slow; the healthy path takes seconds)
 DELAY_S = 0.200
+# Left unmeasured by the two stamps that bound a stage: the loopback's transit and the client's few µs from its
+# send to its t0 stamp (its own timing error budget: ≤ 1 ms at p99, DESIGN §9).
+STAMP_S = 0.001
 # (fault, payload, expected stage(s), expected cause), in the order they run
 FAULTS: list[tuple[str, dict[str, Any], tuple[str, ...], str]] = [
     ("network_delay", {"network_delay_s": DELAY_S}, ("network",), "network"),
@@ -169,7 +173,7 @@ def test_fault_gets_its_verdict_everywhere(rig: tuple[Proc, Proc], slack: SlackD
         blocks = json.dumps(msg["blocks"], ensure_ascii=False)
         assert "Where / why:" in blocks and f"{cause}:" in blocks and "✓" in blocks  # line + evidence
         if fault == "network_delay":
-            _network_within_20ms(sim, daemon)
+            _network_is_what_the_server_saw(sim, daemon)
             _status_command(daemon, cause)
     finally:
         if fault != FAULTS[-1][0]:
@@ -196,22 +200,38 @@ def _status_command(daemon: Proc, cause: str) -> None:
         raise AssertionError(f"{e}; last run: {runs[-1] if runs else None}") from None
 
 
-def _network_within_20ms(sim: Proc, daemon: Proc) -> None:
-    """Per request, the measured network stage and the time to the response head are the injected delay ± 20 ms.
+def _landing(value: float, spans: list[tuple[float, float]]) -> int | None:
+    """Return the index of the first [low, high] span holding `value` ± STAMP_S, or None."""
+    return next((k for k, (low, high) in enumerate(spans) if low - STAMP_S <= value <= high + STAMP_S), None)
 
-    The delay is 200 ms as the simulator actually waited it for that request (its `/sim/requests/{trace id}`):
-    a busy host wakes its `asyncio.sleep(0.2)` late (CI: 222 ms, which sloguard measured), and that is the
-    truth the measure is held to.
+
+def _network_is_what_the_server_saw(sim: Proc, daemon: Proc) -> None:
+    """Per request, the measured network stage and time to the response head are the simulator's own account.
+
+    The account, from its record of that request (`/sim/requests/{trace id}`): the wait from the kernel's
+    receipt of the request to its handler (a busy host wakes the loop late), the injected delay as actually
+    waited (CI: 222 ms for 200), the wait before the engine queued it, and the write of the response head /
+    of the token chunk that carried the first token. A busy client that reads late gets one read, stamped
+    at its last segment, for the first token and the next ones: its TTFT is then stamped at a later chunk's
+    write, which the record holds too.
     """
     def recent() -> list[dict[str, Any]]:
         rows = json.loads(http_get(f"{daemon.url}/debug/probes")[1])
         return [r for r in rows if r.get("ok") and (r.get("head_s") or 0) > DELAY_S / 2][:10]  # newest first
     wait_until(lambda: len(recent()) >= 10, PATIENCE, "10 requests with the delay")
+    merged = 0
     for r in recent():  # /debug/probes shows results as drained: network = client TTFT − the record's TTFT
         status, body = http_get(f"{sim.url}/sim/requests/{r['trace_id']}")
         assert status == 200, (r, body)
-        applied = json.loads(body)["network_delay_s"]
-        assert DELAY_S <= applied < DELAY_S + 0.5, (applied, r)  # the fault's delay, late by a busy host at most
+        rec = json.loads(body)
+        assert DELAY_S <= rec["network_delay_s"] < DELAY_S + 0.5, (rec, r)  # the fault's delay, late at most
+        assert rec["front_s"] is not None, rec  # Linux stamps every received segment (sloguard.sim.receipt)
+        before = rec["front_s"] + rec["network_delay_s"]  # kernel receipt → the request's arrival
+        heads = [(before + lo, before + hi) for lo, hi in (rec["head_sent_s"], *rec["chunks_sent_s"])]
+        assert _landing(r["head_s"], heads) is not None and r["head_s"] <= r["ttft_s"], (r, rec)
+        outside = before + rec["queued_s"] - rec["first_token_s"]  # + the chunk's write time since arrival
         network = r["ttft_s"] - r["server_ttft_s"]
-        assert network >= 0 and abs(network - applied) <= 0.020, (applied, r)
-        assert abs(r["head_s"] - applied) <= 0.020 and r["head_s"] <= r["ttft_s"], (applied, r)
+        first = _landing(network, [(outside + lo, outside + hi) for lo, hi in rec["chunks_sent_s"]])
+        assert network >= rec["network_delay_s"] and first is not None, (network, r, rec)
+        merged += first > 0
+    print(f"network stage: 10 requests on the simulator's account, {merged} stamped at a later chunk")

@@ -50,6 +50,16 @@ def test_check_online_names_an_unserved_model(sim: Proc, tmp_path: Path) -> None
     assert "target sim: vllm engine, serves sim-llama-3-8b" in out.stdout
 
 
+def test_check_online_takes_an_api_url_ending_in_v1(sim: Proc, tmp_path: Path) -> None:
+    """Issue 46 found 6: `api_url: .../v1` probed fine but `check --online` asked /v1/v1/models (404)."""
+    cfg = _config(sim, tmp_path, "sim-llama-3-8b")
+    cfg.write_text(cfg.read_text().replace(f"api_url: {sim.url}\n", f"api_url: {sim.url}/v1/\n"))
+    assert f"api_url: {sim.url}/v1/" in cfg.read_text()
+    out = _sloguard("check", "-c", str(cfg), "--online")
+    assert out.returncode == 0, out
+    assert "target sim: vllm engine, serves sim-llama-3-8b" in out.stdout
+
+
 def test_check_online_names_an_unreachable_target(tmp_path: Path) -> None:
     port = free_port()
     cfg = tmp_path / "c.yaml"

@@ -59,7 +59,9 @@ def runs(d: Proc, probe: str, outcome: str) -> float:
 
 
 def firing(slack: SlackDouble, alert: str) -> list[str]:
-    return [str(c["text"]) for c in slack.posted() if str(c.get("text", "")).startswith(f"[FIRING:1] {alert}")]
+    """Return the firing messages of an alert: titled `SEVERITY: Alertname ...` (RESOLVED: once resolved)."""
+    texts = [str(c.get("text", "")) for c in slack.posted()]
+    return [t for t in texts if not t.startswith("RESOLVED: ") and t.split(": ", 1)[-1].startswith(alert)]
 
 
 def test_abort_check_passes_then_catches_leak_on_cancel(tmp_path: Path, slack: SlackDouble) -> None:

@@ -3,8 +3,8 @@
 One daemon probes a healthy stream beside a tiny-event flood, a 302, an HTML 200, a reset, a malformed chunk
 and a llama.cpp-style server that closes every keep-alive connection: each fault has its own outcome and
 message, the healthy probe never fails, memory stays bounded, /debug/probes is paginated, and no secret from
-the redirect's Location reaches /metrics, /debug or the log. Timing isolation (the healthy probe's stamps
-with and without the flood) is a benchmark, not a test: benchmarks/hostile_streams.py.
+the redirect's Location reaches /metrics, /debug or the log. Isolation over time is
+tests/e2e/test_flood_isolation.py; its figures (stamps with and without floods) are benchmarks/hostile_streams.py.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.support import hostile_streams
 from tests.support.procs import ROOT, free_port, http_get, start_daemon, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -27,14 +28,8 @@ SECRETS = ("hunter2", "sk-leak")
 
 @pytest.fixture(scope="module")
 def hostile() -> Iterator[str]:
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "support" / "hostile_streams.py")],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        yield f"http://127.0.0.1:{int(proc.stdout.readline())}"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with hostile_streams.running() as base:
+        yield base
 
 
 def _config(port: int, base: str, state: Path) -> str:

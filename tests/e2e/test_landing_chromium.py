@@ -1,6 +1,6 @@
-"""The landing page of a running daemon, opened in headless Chromium: every SLO row is there, the shot is not blank.
+"""The status page of a running daemon, opened in headless Chromium: one line per SLO first, readable at 640 px.
 
-`SLOGUARD_UPDATE_SCREENSHOT=1` also writes the screenshot to docs/landing-page.png (linked from the README).
+`SLOGUARD_UPDATE_SCREENSHOT=1` also writes the screenshots to docs/landing-page.png and docs/status-page-640.png.
 """
 
 from __future__ import annotations
@@ -15,11 +15,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.browser import FLAGS, chromium
-from support.procs import PATIENCE, ROOT, Proc, free_port, http_get, sim_config, simulator, start_daemon, wait_until
+from support.browser import FLAGS, chromium, visit
+from support.procs import (
+    PATIENCE,
+    ROOT,
+    Proc,
+    free_port,
+    http_get,
+    http_post,
+    sim_config,
+    simulator,
+    start_daemon,
+    wait_until,
+)
 
 pytestmark = pytest.mark.e2e
 SHOT = ROOT / "docs" / "landing-page.png"
+NARROW = ROOT / "docs" / "status-page-640.png"
 
 
 def _browse(tmp: Path, *args: str) -> str:
@@ -47,7 +59,7 @@ def _png(path: Path) -> tuple[int, int, bytes]:
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
+def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Proc, Proc]]:
     tmp = tmp_path_factory.mktemp("landing")
     with simulator(tmp) as sim:
         proc = start_daemon(tmp, sim_config(sim, free_port(), tmp / "state"))
@@ -58,13 +70,21 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
                 return bool(probes) and all(any(o.get("value") is not None for o in s["objectives"]) for s in slos)
 
             wait_until(ready, 60, "every SLO with data and a probe result")
-            yield proc
+            yield proc, sim
         finally:
             proc.stop()
 
 
+@pytest.fixture(scope="module")
+def daemon(rig: tuple[Proc, Proc]) -> Proc:
+    return rig[0]
+
+
 def test_dom_has_a_row_per_slo_source_and_link(daemon: Proc, tmp_path: Path) -> None:
     dom = _browse(tmp_path, "--dump-dom", f"{daemon.url}/")
+    board = dom[dom.index('<table class="board">'):]
+    board = board[:board.index("</table>")]
+    assert board.count("<tr>") == 3 and 'href="#slo-sim-latency"' in board  # one line per SLO, first
     for name, source in (("sim-latency", "probe"), ("sim-server", "server")):
         assert f'id="slo-{name}"' in dom and f"SLO {name} ({source}, target sim)" in dom
     assert "p95 ttft &lt;= 500ms" in dom and "goodput &gt;= 95.0%" in dom  # percent, not 0.95
@@ -85,3 +105,27 @@ def test_screenshot_is_a_drawn_page(daemon: Proc, tmp_path: Path) -> None:
     if os.environ.get("SLOGUARD_UPDATE_SCREENSHOT") == "1":
         shutil.copy(shot, SHOT)
     assert SHOT.is_file(), "commit docs/landing-page.png: rerun with SLOGUARD_UPDATE_SCREENSHOT=1"
+
+
+PROBE = """JSON.stringify({width: document.documentElement.scrollWidth,
+  first: document.querySelector('table.board tr:nth-child(2)').innerText})"""
+
+
+def test_readable_at_640px_with_the_breach_on_the_first_screen(rig: tuple[Proc, Proc], tmp_path: Path) -> None:
+    daemon, sim = rig
+    assert http_post(f"{sim.url}/sim/faults", {"stall_first_token_s": 1.0})[0] == 200
+    try:
+        def breached() -> bool:
+            slos = json.loads(http_get(f"{daemon.url}/api/v1/slos")[1])["slos"]
+            return any((s.get("incident") or {}).get("state") == "BREACH" for s in slos)
+        wait_until(breached, 120, "an SLO in BREACH")
+        seen = visit(tmp_path, f"{daemon.url}/", PROBE, width=640, height=900, mobile=False, shot_height=900)
+    finally:
+        http_post(f"{sim.url}/sim/faults", method="DELETE")
+    got = json.loads(seen.value)
+    assert got["width"] <= 640, f"the page scrolls sideways at 640 px ({got['width']} px wide)"
+    assert "BREACH" in got["first"] and "sim-latency" in got["first"], got["first"]
+    assert all(r.startswith(daemon.url) for r in seen.requests), seen.requests  # nothing from elsewhere
+    if os.environ.get("SLOGUARD_UPDATE_SCREENSHOT") == "1":
+        NARROW.write_bytes(seen.png)
+    assert NARROW.is_file(), "commit docs/status-page-640.png: rerun with SLOGUARD_UPDATE_SCREENSHOT=1"

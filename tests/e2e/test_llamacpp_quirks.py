@@ -9,8 +9,8 @@ import asyncio
 import pytest
 from support.llama import LlamaServer, llama_server  # noqa: F401  (session fixture)
 
+from sloguard.outcome import outcome
 from sloguard.probes.job import ProbeJob
-from sloguard.probes.outcome import outcome
 from sloguard.probes.worker import run_once
 
 pytestmark = pytest.mark.e2e

@@ -1,6 +1,6 @@
 """Against a real llama.cpp `llama-server` (built from source by scripts/build-llama-server.sh, tiny random model):
 engine auto-detection, chat and completions probes checked against the server's own accounting, the daemon's
-`sloguard_server_*` for it, and README's llama.cpp column checked against what the server really exposes.
+`sloguard_server_*` for it, and the llama.cpp column of docs/engines.md checked against what the server really exposes.
 """
 
 from __future__ import annotations
@@ -107,9 +107,10 @@ def test_daemon_exports_server_signals_for_llamacpp(llama_server: LlamaServer, t
     try:
         def exported() -> str | None:
             text = http_get(f"{daemon.url}/metrics")[1].decode()
-            want = ('sloguard_server_tpot_mean_seconds{model="tiny-random-llama",target="llama",window="1m"}',
-                    'sloguard_server_generation_tokens_per_second{model="tiny-random-llama",target="llama"')
-            return text if all(w in text for w in want) else None
+            ids = {"model": "tiny-random-llama", "target": "llama", "replica": llama_server.url.removeprefix("http://")}
+            want = (metric_value(text, "sloguard_server_tpot_mean_seconds", {**ids, "window": "1m"}),
+                    metric_value(text, "sloguard_server_generation_tokens_per_second", ids))
+            return text if all(w is not None for w in want) else None
 
         wait_until(lambda: exported() is not None, 60, "sloguard_server_* for the llama-server target")
         text = exported() or ""
@@ -127,8 +128,8 @@ def test_daemon_exports_server_signals_for_llamacpp(llama_server: LlamaServer, t
 
 
 def readme_column(engine_header: str) -> dict[str, str]:
-    """Return {README row key: cell} of one engine column of README's engine table."""
-    lines = (ROOT / "README.md").read_text().split("## Engines: which signals each one has", 1)[1].splitlines()
+    """Return {row key: cell} of one engine column of the engine table in docs/engines.md."""
+    lines = (ROOT / "docs" / "engines.md").read_text().split("# Engines: which signals each one has", 1)[1].splitlines()
     start = next(i for i, ln in enumerate(lines) if ln.startswith("| "))
     rows = [ln for ln in lines[start:] if ln.startswith("|")]
     rows = rows[: next((i for i, ln in enumerate(lines[start:]) if not ln.startswith("|")), len(rows))]
@@ -154,6 +155,6 @@ def test_readme_llamacpp_column_matches_the_real_server(llama_server: LlamaServe
         _, parts = CANONICAL[row.removesuffix("{reason}")]
         present = set(parts or ["requests_finished"]) <= signals
         if cell == "—":
-            assert not present, f"README says llama.cpp has no {row}, but it is read from the real server"
+            assert not present, f"docs/engines.md says llama.cpp has no {row}, but it is read from the real server"
         elif "older releases" not in cell:
-            assert present, f"README says llama.cpp has {row} ({cell}), the real server does not give it"
+            assert present, f"docs/engines.md says llama.cpp has {row} ({cell}), the real server does not give it"

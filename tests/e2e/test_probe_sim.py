@@ -88,17 +88,25 @@ def test_probe_process_runs_updates_and_stops(sim: str) -> None:
     worker.start()
     try:
         first = _drain_until(worker, 6, 30)
+        drained = time.time()
         assert {r.probe for r in first} == {"a", "b"}
         assert all(r.ok for r in first), [r.error for r in first]
         started = worker.take_started()  # the diagnosis takes these out of the users' arrivals
         assert {t for t, _ in started} == {"sim"} and len(started) >= len(first)
-        assert all(any(abs(ts - r.ts) < 0.05 for _, ts in started) for r in first)  # each result's start
-        # each first token as it came (the diagnosis counts the probe's prefill before its result is back)
+        # each result's start was reported first: in start order, every result has its own, no later than it
+        # (how much earlier is the probe loop's lateness in starting the request, a busy host's to decide)
+        unused = sorted(ts for _, ts in started)
+        for r in sorted(first, key=lambda r: r.ts):
+            mine = [ts for ts in unused if ts <= r.ts]
+            assert mine, (r.ts, unused)
+            unused.remove(mine[-1])
+        # each first token as it came (the diagnosis counts the probe's prefill before its result is back): after
+        # the token arrived, before the result was read back here
         live = {key: (target, ts, tokens) for target, key, ts, tokens in worker.take_prefilled()}
         for r in first:
             target, ts, tokens = live[r.trace_id]
             assert (target, tokens) == ("sim", 64) and r.ttft_s is not None
-            assert r.ts + r.ttft_s <= ts + 0.05 and ts <= r.ts + (r.e2e_s or 0.0) + 0.05
+            assert r.ts + r.ttft_s <= ts <= drained, (r, ts, drained)
         worker.update(jobs[:1])
         _drain_until(worker, 2, 10)  # requests in flight at the update may still report
         later = _drain_until(worker, 4, 30)

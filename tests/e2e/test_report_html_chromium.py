@@ -1,6 +1,6 @@
 """The HTML report in a real headless Chromium at phone size: plots drawn, nothing fetched, nothing too wide.
 
-`SLOGUARD_UPDATE_SCREENSHOT=1` also writes the screenshot to docs/report-sample.png (linked from the README).
+`SLOGUARD_UPDATE_SCREENSHOT=1` also writes the screenshot to docs/report-sample.png (linked from docs/reports.md).
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ def test_a_release_with_a_latency_fault_is_reported_automatically(tmp_path: Path
     state = tmp_path / "state"
     with simulator(tmp_path, extra=("--time-scale", "0.2")) as sim:
         port = free_port()
-        daemon = start_daemon(tmp_path, config(sim, port, state, slack, "A"))
+        daemon = start_daemon(tmp_path, config(sim, port, state, slack, "A"), extra=("--web.enable-lifecycle",))
         try:
             wait_until(lambda: (releases(daemon)["targets"] or {}).get("sim") is not None, 30, "the identity of sim")
             wait_until(lambda: (metric_value(metrics(daemon), "sloguard_probe_requests_total",

@@ -6,6 +6,7 @@ the store) instead of restarting at 0 (a false resolved 0.5 s after start, then 
 
 from __future__ import annotations
 
+import json
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,9 +53,15 @@ def _errors(d: Proc) -> float:
     return metric_value(text, "sloguard_probe_requests_total", {"probe": "sim-chat", "outcome": "error"}) or 0.0
 
 
+def _stale(d: Proc) -> bool:
+    """Return whether ProbeStale is firing now."""
+    doc = json.loads(http_get(f"{d.url}/debug/alerts")[1])
+    return any(dict(a["labels"]).get("alertname") == "ProbeStale" and a["state"] == "firing" for a in doc["active"])
+
+
 def _resolved(slack: SlackDouble) -> list[dict[str, object]]:
     return [c for c in list(slack.calls) if c["method"] == "chat.update" and c["ok"]
-            and str(c.get("text", "")).startswith("[RESOLVED]")]
+            and str(c.get("text", "")).startswith("RESOLVED: ")]
 
 
 def test_restart_mid_incident_does_not_repage(tmp_path: Path, slack: SlackDouble) -> None:
@@ -62,10 +69,13 @@ def test_restart_mid_incident_does_not_repage(tmp_path: Path, slack: SlackDouble
         text = sim_config(sim, free_port(), tmp_path / "state", extra=EXTRA.replace("API_URL", slack.api_url))
         daemon = start_daemon(tmp_path, text)
         try:
-            wait_until(lambda: _age(daemon) is not None and (_age(daemon) or 9) < 2, 60, "a successful probe")
             for i in range(1, INCIDENTS + 1):
+                # Counted from a calm start: a busy host can hold probes past 3 s without a fault (startup, a
+                # stall), and that page, once resolved, is not the incident's.
+                wait_until(lambda d=daemon: (_age(d) or 9) < 2 and not _stale(d), 60, "a calm start")  # type: ignore[misc]
+                pages, resolved = len(slack.posted()), len(_resolved(slack))
                 assert http_post(f"{sim.url}/sim/faults", {"error_rate": 1.0})[0] == 200
-                wait_until(lambda i=i: len(slack.posted()) >= i, 60, f"firing message {i}")  # type: ignore[misc]
+                wait_until(lambda n=pages: len(slack.posted()) > n, 60, f"firing message {i}")  # type: ignore[misc]
                 daemon.popen.send_signal(signal.SIGKILL)
                 daemon.popen.wait(10)
                 daemon = start_daemon(tmp_path, text)
@@ -73,13 +83,13 @@ def test_restart_mid_incident_does_not_repage(tmp_path: Path, slack: SlackDouble
                 wait_until(lambda d=daemon: (_age(d) or 0) > 3, 10, "the restored age")  # type: ignore[misc]
                 # Long enough for the old failure mode (false resolved at +0.5 s, re-page at +3 s) to show.
                 wait_until(lambda d=daemon: _errors(d) >= 5, 60, "5 failed probes after the restart")  # type: ignore[misc]
-                assert len(slack.posted()) == i, "the restart re-paged"
-                assert len(_resolved(slack)) == i - 1, "the restart sent a false resolved"
+                assert len(slack.posted()) == pages + 1, "the restart re-paged"
+                assert len(_resolved(slack)) == resolved, "the restart sent a false resolved"
                 assert http_post(f"{sim.url}/sim/faults", method="DELETE")[0] in (200, 204)
-                wait_until(lambda i=i: len(_resolved(slack)) >= i, 60, f"resolved message {i}")  # type: ignore[misc]
+                wait_until(lambda n=resolved: len(_resolved(slack)) > n, 60, f"resolved message {i}")  # type: ignore[misc]
             posted = slack.posted()
-            assert len(posted) == INCIDENTS
-            assert len(_resolved(slack)) == INCIDENTS
+            assert len(posted) >= INCIDENTS  # every incident paged once; a busy host may have added its own
+            assert len(_resolved(slack)) == len(posted)
             assert {str(c["ts"]) for c in _resolved(slack)} == {str(c["ts"]) for c in posted}
             assert "Traceback" not in daemon.output()
         finally:

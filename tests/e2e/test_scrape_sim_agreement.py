@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from aiohttp import web
 
+from sloguard import histogram
 from sloguard.clock import FakeClock
 from sloguard.config.spec import TargetSpec
 from sloguard.model import Histogram
 from sloguard.sim.metrics import TTFT_BUCKETS
 from sloguard.sim.server import build_app, make_simulator
 from sloguard.sources.scrape import ScrapeSource
-from sloguard.windows import histo
 from sloguard.windows.server import ServerWindows
 
 pytestmark = pytest.mark.e2e
@@ -64,14 +64,14 @@ def test_server_ttft_window_matches_simulator_record() -> None:
     assert h is not None and len(expected) > 50
     assert h.count == len(expected)
     for edge in TTFT_BUCKETS:  # exact at every bucket edge
-        frac = histo.fraction_le(h, edge)
+        frac = histogram.fraction_le(h, edge)
         assert frac is not None and frac[1] is True
         assert frac[0] == pytest.approx(float(np.mean(expected <= edge)), abs=1e-12)
     edges = (0.0, *TTFT_BUCKETS, float("inf"))
     exported = {s.labels["quantile"]: s.value for f in res["families"] for s in f.samples
                 if s.name == "sloguard_server_ttft_seconds" and s.labels.get("window") == "1m"}
     for q in (0.5, 0.9, 0.95, 0.99):
-        ours = histo.quantile(q, h)
+        ours = histogram.quantile(q, h)
         truth = float(np.quantile(expected, q, method="inverted_cdf"))
         assert ours is not None
         # Interpolation inside a bucket cannot do better than the bucket: both lie in the same one.

@@ -11,6 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from support.procs import PATIENCE
 from support.siminproc import run
 
 pytestmark = pytest.mark.e2e
@@ -30,6 +31,14 @@ async def metric(s: aiohttp.ClientSession, base: str, name: str, **labels: str) 
                if x.name == name and labels.items() <= x.labels.items())
 
 
+async def counts(s: aiohttp.ClientSession, base: str) -> tuple[float, float]:
+    """Return prefix-cache hits and queries from one scrape (read from two, a busy server's gave 0.074 and 0.115)."""
+    async with s.get(base + "/metrics") as r:
+        text = await r.text()
+    got = {x.name: x.value for fam in text_string_to_metric_families(text) for x in fam.samples}
+    return got["vllm:prefix_cache_hits_total"], got["vllm:prefix_cache_queries_total"]
+
+
 async def timeline(s: aiohttp.ClientSession, base: str, rid: str) -> dict[str, Any]:
     async with s.get(f"{base}/sim/requests/{rid}") as r:
         got: dict[str, Any] = await r.json()
@@ -45,7 +54,7 @@ async def disconnect_after_first_token(s: aiohttp.ClientSession, base: str, max_
 
 
 async def wait_for(check: Callable[[], Awaitable[bool]], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout * PATIENCE  # a hang guard, scaled for a busy host like every wait
     while not await check():
         assert time.monotonic() < deadline, "timed out"
         await asyncio.sleep(0.02)
@@ -132,12 +141,22 @@ def test_spec_decode_counters_follow_the_acceptance_knob() -> None:
 
 def test_prefix_hit_ratio_knob_sets_the_background_hits() -> None:
     async def scenario(s: aiohttp.ClientSession, base: str) -> None:
-        await s.post(base + "/sim/faults", json={"prefix_hit_ratio": 0.1})
+        # The ratio is drawn when a prompt arrives and counted at its first token: pause the background and
+        # let every prompt of the profile's own ratio (0.25) finish (the engine's gauges say when), then count
+        # from the knob on, hits and queries from one scrape.
+        await s.post(base + "/sim/faults", json={"load_multiplier": 0.0})
+
+        async def drained() -> bool:
+            return await metric(s, base, "vllm:num_requests_running") + await metric(
+                s, base, "vllm:num_requests_waiting") == 0
+        await wait_for(drained, 30.0)
+        hits0, queries0 = await counts(s, base)
+        await s.post(base + "/sim/faults", json={"prefix_hit_ratio": 0.1, "load_multiplier": 1.0})
 
         async def enough() -> bool:
-            return await metric(s, base, "vllm:prefix_cache_queries_total") > 5000
+            return (await counts(s, base))[1] > queries0 + 5000
         await wait_for(enough, 30.0)
-        hits = await metric(s, base, "vllm:prefix_cache_hits_total")
-        queries = await metric(s, base, "vllm:prefix_cache_queries_total")
+        hits, queries = (now - then for now, then in zip(await counts(s, base), (hits0, queries0), strict=True))
         assert hits / queries == pytest.approx(0.1, abs=0.01)  # int(prompt × 0.1) per background prompt
+
     run(scenario, background_rps=20.0)

@@ -3,14 +3,18 @@
 Raw asyncio (not aiohttp.web), so every byte, chunk boundary and close is exactly what each case needs:
 - `healthy`: 16 content events 20 ms apart after 30 ms, each carrying the server's send stamp `t`
   (perf_counter_ns, one clock for every process on Linux), then usage and `[DONE]`; keep-alive;
+  `brisk`: the same, 10 ms apart after 20 ms (~180 ms, for 400 ms timeouts); `GET /served` answers, per trace
+  id of a request's `traceparent`, when the server sent the first event of its healthy answer (perf_counter_ns)
+  and wrote its last bytes (wall clock, to set against the probe's wall-clock start);
 - `flood`: tiny events, each in its own HTTP chunk, written 64 KiB at a time as fast as the client reads,
-  until it goes away (the issue's 210k-event answer);
+  until it goes away (the issue's 210k-event answer); `pings`: the same with SSE comments (`:` lines, which
+  no event cap counts); `flood-N` / `pings-N`: N a second, paced every millisecond;
 - `redirect`: 302 to the healthy stream on this server, with credentials and an API key in the Location;
 - `html`: a 200 text/html page; `garbage`: a 200 application/octet-stream of random bytes;
 - `reset`: two events, then a TCP reset; `badchunk`: one event, then an invalid chunk size;
 - `clen`: `Content-Length: 10` with a longer body; `slowloris`: one byte every 0.5 s; `silent`: never answers;
 - `llamaclose`: a llama.cpp-style answer ending on EOS, then the socket closed despite `Keep-Alive`.
-Run as a script it serves on a free port, prints the port, and exits when stdin closes.
+Run as a script it serves on a free port, prints the port, and exits when stdin closes (`running()` does that).
 """
 
 from __future__ import annotations
@@ -21,13 +25,20 @@ import os
 import random
 import socket
 import struct
+import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import partial
 
 TOKENS, GAP_S, FIRST_S = 16, 0.020, 0.030
 SSE_CHUNKED = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 TINY = b'data: {"choices":[{"delta":{"content":"x"}}]}\n\n'
+PING = b":\n\n"
+SERVED: dict[str, tuple[int, int]] = {}  # trace id -> its healthy answer's first event sent, last bytes written
+TRACE: ContextVar[str] = ContextVar("trace", default="")  # the trace id of the request being answered
 Writer = asyncio.StreamWriter
 Handler = Callable[[asyncio.StreamReader, Writer, int], Awaitable[bool]]  # True: keep the connection
 
@@ -42,25 +53,58 @@ def stamped_event(i: int) -> bytes:
     return b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n"
 
 
-async def healthy(_r: asyncio.StreamReader, w: Writer, _port: int) -> bool:
+async def healthy(_r: asyncio.StreamReader, w: Writer, _port: int, first_s: float = FIRST_S,
+                  gap_s: float = GAP_S) -> bool:
     w.write(SSE_CHUNKED)
-    await asyncio.sleep(FIRST_S)
+    await asyncio.sleep(first_s)
+    first_ns = 0
     for i in range(TOKENS):
-        w.write(chunk(stamped_event(i)))  # the stamp is taken inside, immediately before the write
+        event = stamped_event(i)  # the stamp is taken inside, immediately before the write
+        first_ns = first_ns or json.loads(event[6:])["t"]
+        w.write(chunk(event))
         await w.drain()
-        await asyncio.sleep(GAP_S)
+        await asyncio.sleep(gap_s)
     usage = {"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": TOKENS}}
     w.write(chunk(b"data: " + json.dumps(usage).encode() + b"\n\n") + chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
     await w.drain()
+    SERVED[TRACE.get()] = (first_ns, time.time_ns())
+    if len(SERVED) > 100_000:
+        del SERVED[next(iter(SERVED))]
     return True
 
 
-async def flood(_r: asyncio.StreamReader, w: Writer, _port: int) -> bool:
+async def served(_r: asyncio.StreamReader, w: Writer, _port: int) -> bool:
+    body = json.dumps(SERVED).encode()
+    w.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    return True
+
+
+async def flood(_r: asyncio.StreamReader, w: Writer, _port: int, event: bytes = TINY, rate: int = 0) -> bool:
+    """Write `event` in its own chunk, as fast as the client reads (rate 0) or `rate` a second."""
     w.write(SSE_CHUNKED)
-    block = chunk(TINY) * (65536 // len(chunk(TINY)))
+    one = chunk(event)
+    if not rate:
+        block = one * (65536 // len(one))
+        while True:
+            w.write(block)
+            await w.drain()
+    loop = asyncio.get_running_loop()
+    start, sent = loop.time(), 0
     while True:
-        w.write(block)
-        await w.drain()
+        due = int((loop.time() - start) * rate)
+        sent = max(sent, due - rate // 100)  # a client that fell behind gets at most 10 ms of backlog at once
+        if due > sent:
+            w.write(one * (due - sent))
+            sent = due
+            await w.drain()
+        await asyncio.sleep(0.001)
+
+
+def paced(kind: str) -> Handler | None:
+    """Return the handler of `flood-N` or `pings-N` (N events a second), else None."""
+    name, _, rate = kind.partition("-")
+    event = {"flood": TINY, "pings": PING}.get(name)
+    return partial(flood, event=event, rate=int(rate)) if event is not None and rate.isdigit() else None
 
 
 async def redirect(_r: asyncio.StreamReader, w: Writer, port: int) -> bool:
@@ -136,20 +180,23 @@ async def llamaclose(_r: asyncio.StreamReader, w: Writer, _port: int) -> bool:
 
 
 HANDLERS: dict[str, Handler] = {
-    "healthy": healthy, "flood": flood, "redirect": redirect, "html": html, "garbage": garbage, "reset": reset,
-    "badchunk": badchunk, "clen": clen, "slowloris": slowloris, "silent": silent, "llamaclose": llamaclose,
+    "healthy": healthy, "brisk": partial(healthy, first_s=0.020, gap_s=0.010), "served": served,
+    "flood": flood, "pings": partial(flood, event=PING), "redirect": redirect, "html": html, "garbage": garbage,
+    "reset": reset, "badchunk": badchunk, "clen": clen, "slowloris": slowloris, "silent": silent,
+    "llamaclose": llamaclose,
 }
 
 
 async def _request(reader: asyncio.StreamReader) -> str | None:
-    """Read one request; return its first path segment, or None at EOF."""
+    """Read one request; return its first path segment (None at EOF); its trace id goes to TRACE."""
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except (asyncio.IncompleteReadError, ConnectionError):
         return None
     lines = head.split(b"\r\n")
-    length = next((int(h.split(b":")[1]) for h in lines if h.lower().startswith(b"content-length")), 0)
-    await reader.readexactly(length)
+    fields = {k.strip().lower(): v.strip() for k, _, v in (h.partition(b":") for h in lines[1:])}
+    await reader.readexactly(int(fields.get(b"content-length", b"0")))
+    TRACE.set(fields.get(b"traceparent", b"").decode().partition("-")[2].partition("-")[0])
     return lines[0].split(b" ")[1].decode().strip("/").split("/")[0]
 
 
@@ -159,7 +206,7 @@ async def serve(port: int = 0) -> asyncio.Server:
         bound = writer.get_extra_info("sockname")[1]
         try:
             while (kind := await _request(reader)) is not None:
-                handler = HANDLERS.get(kind)
+                handler = HANDLERS.get(kind) or paced(kind)
                 if handler is None:
                     writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
                     continue
@@ -172,6 +219,18 @@ async def serve(port: int = 0) -> asyncio.Server:
             writer.close()
 
     return await asyncio.start_server(handle, "127.0.0.1", port)
+
+
+@contextmanager
+def running() -> Iterator[str]:
+    """Run this server in its own process until the block ends; yield its base URL."""
+    proc = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        yield f"http://127.0.0.1:{int(proc.stdout.readline())}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 def main() -> None:

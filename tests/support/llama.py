@@ -38,7 +38,8 @@ def llama_dir() -> Path:
     return Path(out.stdout.strip().splitlines()[-1])
 
 
-def write_tiny_model(path: Path, vocab: Path, seed: int = 0, n_embd: int = 64, n_layer: int = 2) -> Path:
+def write_tiny_model(path: Path, vocab: Path, seed: int = 0, n_embd: int = 64, n_layer: int = 2,
+                     context: int = 1024) -> Path:
     """Write a random-weight llama GGUF (F32) with the tokenizer copied from the vocab-only GGUF `vocab`."""
     import gguf
 
@@ -49,7 +50,7 @@ def write_tiny_model(path: Path, vocab: Path, seed: int = 0, n_embd: int = 64, n
     n_vocab, n_ff, n_head = len(tokens), 2 * n_embd, 4
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_name(MODEL_ALIAS)
-    w.add_context_length(1024)
+    w.add_context_length(context)
     w.add_embedding_length(n_embd)
     w.add_block_count(n_layer)
     w.add_feed_forward_length(n_ff)
@@ -110,14 +111,16 @@ class LlamaServer:
 
 
 @contextmanager
-def run_llama_server(tmp: Path, slots: int = 2, extra: tuple[str, ...] = ()) -> Iterator[LlamaServer]:
-    """Start llama-server (CPU, --metrics) on a free loopback port with the tiny model; stop it on exit."""
+def run_llama_server(tmp: Path, slots: int = 2, extra: tuple[str, ...] = (), n_embd: int = 64, n_layer: int = 2,
+                     slot_context: int = 512) -> Iterator[LlamaServer]:
+    """Start llama-server (CPU, --metrics) on a free loopback port with a tiny model; stop it on exit."""
     home = llama_dir()
-    model = write_tiny_model(tmp / "tiny-random-llama.gguf", home / "models" / "ggml-vocab-llama-spm.gguf")
+    model = write_tiny_model(tmp / "tiny-random-llama.gguf", home / "models" / "ggml-vocab-llama-spm.gguf",
+                             n_embd=n_embd, n_layer=n_layer, context=max(1024, slot_context))
     port = free_port()
     log = tmp / f"llama-server-{port}.log"
     args = [str(home / "bin" / "llama-server"), "-m", str(model), "--alias", MODEL_ALIAS, "--host", "127.0.0.1",
-            "--port", str(port), "--metrics", "-c", str(512 * slots), "-np", str(slots), "-t", "1",
+            "--port", str(port), "--metrics", "-c", str(slot_context * slots), "-np", str(slots), "-t", "1",
             "--no-webui", *extra]
     with log.open("wb") as fh:
         popen = subprocess.Popen(args, stdout=fh, stderr=subprocess.STDOUT)
@@ -137,3 +140,21 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
     """One llama-server for the whole test session (built once, cached under .tools/)."""
     with run_llama_server(tmp_path_factory.mktemp("llama")) as server:
         yield server
+
+
+CGROUP = Path("/sys/fs/cgroup/cpu/sloguard-e2e-llama")  # cgroup v1 cpu controller, where the machine has one
+
+
+def weight(pid: int, shares: int = 65536) -> bool:
+    """Put a process in a cgroup weighted over the machine's other work; False where that is not possible.
+
+    A test that judges the diagnosis of a fault it injects must see that fault, not a shared machine's ambient load
+    starving the engine (a CPU engine's run-queue wait is a cause of its own: `serving_cpu_bound`).
+    """
+    try:
+        CGROUP.mkdir(exist_ok=True)
+        (CGROUP / "cpu.shares").write_text(str(shares))
+        (CGROUP / "cgroup.procs").write_text(str(pid))
+    except OSError:
+        return False
+    return True

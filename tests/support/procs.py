@@ -20,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+# Deadlines in e2e tests are hang guards, never timing claims (those live in benchmarks/): CI shares 2 busy cores,
+# so every wait, and every HTTP call's socket timeout, gets PATIENCE times the seconds its caller names.
+PATIENCE = float(os.environ.get("SLOGUARD_TEST_PATIENCE", "3"))
 
 
 def free_port() -> int:
@@ -33,7 +36,7 @@ def http_get(url: str, timeout: float = 3.0, headers: dict[str, str] | None = No
     """GET url; return (status, body) without raising on HTTP errors."""
     req = urllib.request.Request(url, headers=headers or {})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with urllib.request.urlopen(req, timeout=timeout * PATIENCE) as resp:
             return resp.status, resp.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
@@ -44,15 +47,10 @@ def http_post(url: str, body: Any = None, method: str = "POST", timeout: float =
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with urllib.request.urlopen(req, timeout=timeout * PATIENCE) as resp:
             return resp.status, resp.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
-
-
-# Deadlines in e2e tests are hang guards, never timing claims (those live in benchmarks/): CI shares 2 busy cores,
-# so every wait gets PATIENCE times the seconds its caller names before it fails.
-PATIENCE = float(os.environ.get("SLOGUARD_TEST_PATIENCE", "3"))
 
 
 def wait_until(check: Callable[[], bool], timeout: float, what: str, step: float = 0.2) -> float:

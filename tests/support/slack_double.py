@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import json
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -113,7 +114,7 @@ class SlackDouble:
 
     def _record(self, method: str, ok: bool, body: dict[str, Any], ts: str | None = None) -> None:
         with self._lock:
-            self.calls.append({"method": method, "ok": ok, "ts": ts, **body})
+            self.calls.append({"method": method, "ok": ok, "ts": ts, "at": time.time(), **body})
 
     async def _api(self, req: web.Request) -> web.Response:
         method = req.match_info["method"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from sloguard.clock import FakeClock
-from sloguard.components import Secrets, build_sources
+from sloguard.components import build_sources
+from sloguard.config.secrets import Secrets
 from sloguard.config.spec import Config
 
 

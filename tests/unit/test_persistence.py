@@ -20,9 +20,9 @@ from sloguard.alerts.routing import Notification
 from sloguard.alerts.service import Alerting
 from sloguard.clock import FakeClock
 from sloguard.config.spec import Config
-from sloguard.exporter.snapshot import Snapshot
 from sloguard.model import ProbeResult
 from sloguard.persistence import DB_NAME, Persistence
+from sloguard.snapshot import Snapshot
 from sloguard.statedir import StateDir, StateDirError, prepare
 from sloguard.store import Store
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 from support.storage import without_dac_override
 
 from sloguard.statedir import DB_NAME, StateDirError, lock_holder, prepare, report
+from sloguard.store import Store
 
 
 def layout(tmp: Path, kind: str) -> Path:
@@ -59,7 +59,7 @@ def test_report_says_what_it_can_offline(tmp_path: Path, kind: str, usable: bool
 
 
 def test_report_of_a_good_store_says_free_space(tmp_path: Path) -> None:
-    sqlite3.connect(tmp_path / DB_NAME).execute("CREATE TABLE t (x)").connection.close()
+    Store(tmp_path / DB_NAME).close()  # a sloguard store (another program's database is refused: test_store_ownership)
     ok, line = report(str(tmp_path))
     assert ok and line.startswith(f"state_dir: {tmp_path}: writable, ") and line.endswith(" free")
 

@@ -1,4 +1,4 @@
-"""A store written by a newer sloguard (extra columns and tables) still opens, reads and writes (README: Upgrading)."""
+"""A store written by a newer sloguard (extra columns and tables) still opens, reads and writes (docs/upgrading.md)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from sloguard.alerts.notifiers.base import Ref, alert_json, basic_auth, post_json
 from sloguard.alerts.routing import Notification
 from sloguard.clock import Clock
-from sloguard.config.spec import AlertmanagerNotifierSpec
+from sloguard.config.notifiers import AlertmanagerNotifierSpec
 
 ENDS_AHEAD = 4  # firing alerts end this many resend intervals ahead unless re-sent (Prometheus uses 4× too)
 

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 import aiohttp
 
+from sloguard import escape
 from sloguard.alerts.engine import Alert
 from sloguard.alerts.routing import Notification
 from sloguard.log import REDACTED
@@ -91,23 +92,55 @@ def alert_json(a: Alert, ends_at: float | None = None) -> dict[str, Any]:
     """Return an alert in Alertmanager's shape (labels, annotations, startsAt, endsAt, status, fingerprint)."""
     end = a.resolved_at if a.resolved_at is not None else ends_at
     return {"status": "resolved" if a.resolved_at is not None else "firing", "labels": dict(a.labels),
-            "annotations": dict(a.annotations), "startsAt": iso(a.fired_at or a.active_at),
+            "annotations": {k: escape.lines(v) for k, v in a.annotations},  # peer text: no control bytes
+            "startsAt": iso(a.fired_at or a.active_at),
             "endsAt": iso(end) if end is not None else "0001-01-01T00:00:00Z", "fingerprint": a.fingerprint}
 
 
+TITLE_MAX = 150  # Slack's header block limit: a title is built to fit, never cut mid-word
+
+
+def fit(text: str, limit: int = TITLE_MAX) -> str:
+    """Return text within `limit` characters, cut at a word boundary with an ellipsis only if it must be."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rsplit(" ", 1)[0]
+    return cut + "…"
+
+
+def severity_word(note: Notification) -> str:
+    """Return what the message is: RESOLVED, or the most severe firing alert's severity (PAGE, TICKET, ...)."""
+    if note.status == "resolved":
+        return "RESOLVED"
+    order = ("critical", "page", "ticket", "warning", "info")
+    sevs = [dict(a.labels).get("severity", "") for a in note.alerts if a.resolved_at is None]
+    return (min(sevs, key=lambda s: order.index(s) if s in order else len(order), default="") or "firing").upper()
+
+
+def title(note: Notification) -> str:
+    """Return a complete one-line title: `PAGE: SLO chat latency budget burning 62.9x (+1 more)`, ≤ TITLE_MAX."""
+    headline = next((dict(a.annotations).get("headline") for a in note.alerts), None)
+    if headline:
+        return fit(headline)
+    first = note.alerts[0] if note.alerts else None
+    if first is None:
+        return severity_word(note)
+    labels, ann = dict(first.labels), dict(first.annotations)
+    name = ann.get("title") or " ".join(x for x in (first.name, labels.get("slo", ""), labels.get("target", "")) if x)
+    more = f" (+{len(note.alerts) - 1} more)" if len(note.alerts) > 1 else ""
+    return fit(f"{severity_word(note)}: {fit(name, TITLE_MAX - 24)}{more}")
+
+
 def one_line(note: Notification) -> str:
-    """Return a short plain-text summary of a notification (fallback text, logs).
+    """Return a plain-text summary of a notification (fallback text, logs): the title and the first summary.
 
     A message that is not an alert (a release report) carries its own `headline` annotation.
     """
     headline = next((dict(a.annotations).get("headline") for a in note.alerts), None)
     if headline:
         return headline
-    names = sorted({a.name for a in note.alerts})
-    firing = sum(a.resolved_at is None for a in note.alerts)
-    head = f"[{note.status.upper()}:{firing}]" if note.status == "firing" else "[RESOLVED]"
     summary = next((dict(a.annotations).get("summary", "") for a in note.alerts), "")
-    return f"{head} {', '.join(names)} {summary}".strip()
+    return f"{title(note)} — {summary}" if summary else title(note)
 
 
 def basic_auth(user: str, password: str) -> dict[str, str]:

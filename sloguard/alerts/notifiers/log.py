@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from sloguard.alerts.notifiers.base import Ref, one_line
 from sloguard.alerts.routing import Notification
 from sloguard.clock import Clock
-from sloguard.config.spec import LogNotifierSpec
+from sloguard.config.notifiers import LogNotifierSpec
 
 log = logging.getLogger("sloguard.alerts.notify")
 

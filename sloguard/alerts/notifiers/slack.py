@@ -17,21 +17,25 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
+from sloguard import escape
 from sloguard.alerts.engine import Alert
 from sloguard.alerts.notifiers.base import (
     TRANSIENT,
     DeliveryError,
     Ref,
     Sleep,
+    fit,
     http_error,
     one_line,
     parse_retry_after,
     scrub,
+    severity_word,
+    title,
     transient,
 )
 from sloguard.alerts.routing import Notification
 from sloguard.clock import Clock
-from sloguard.config.spec import SlackNotifierSpec
+from sloguard.config.notifiers import SlackNotifierSpec
 
 MIN_GAP_PER_CHANNEL = 1.0  # Slack allows about one message per second per channel
 MAX_ALERTS_SHOWN = 10  # keeps a message far below Slack's 50-block limit
@@ -55,18 +59,26 @@ def default_retry_handlers() -> list[AsyncRetryHandler]:
             AsyncServerErrorRetryHandler(max_retry_count=1)]
 
 
+def _mrkdwn(text: str) -> str:
+    """Return alert text for mrkdwn: labels and annotations carry peer strings (model names, engine versions), so
+    `<!channel>`, `<@U…>` and `<url|text>` in them stay text (sloguard.escape.slack); our own links are added after."""
+    return escape.slack(text)
+
+
 def _alert_block(a: Alert) -> list[dict[str, Any]]:
     ann, lab = dict(a.annotations), dict(a.labels)
     if "headline" in ann:  # a message rather than an alert (a release report): its text, no alert fields
-        return [{"type": "section", "text": {"type": "mrkdwn", "text": ann.get("description", "")[:2900]}}]
+        return [{"type": "section", "text": {"type": "mrkdwn", "text": _mrkdwn(ann.get("description", ""))[:2900]}}]
     state = "resolved" if a.resolved_at is not None else "firing"
-    text = f"*{a.name}* ({state})\n{ann.get('summary', '')}\n{ann.get('description', '')}".strip()
-    fields = [f"*Severity*\n{lab.get('severity', 'none')}", f"*Current value*\n{a.value:.4g}"]
+    if a.resolved_at is not None and a.fired_at is not None and a.resolved_at - a.fired_at < 3600:
+        state = f"resolved after {a.resolved_at - a.fired_at:.0f} s"
+    text = f"*{_mrkdwn(a.name)}* ({state})\n{_mrkdwn(ann.get('summary', ''))}\n{_mrkdwn(ann.get('description', ''))}"
+    fields = [f"*Severity*\n{_mrkdwn(lab.get('severity', 'none')).upper()}", f"*Current value*\n{a.value:.4g}"]
     if "slo" in lab:
-        fields.append(f"*SLO*\n{lab['slo']}")
-    if "objective" in ann:
+        fields.append(f"*SLO*\n{_mrkdwn(lab['slo'])}" + (f" ({_mrkdwn(lab['sli'])})" if "sli" in lab else ""))
+    if ann.get("objective"):
         fields.append(f"*Objective*\n{float(ann['objective']) * 100:.10g}%")
-    block: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": text[:2900]},
+    block: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": text.strip()[:2900]},
                                     "fields": [{"type": "mrkdwn", "text": f} for f in fields]}]
     block.extend(_diagnosis_blocks(ann))
     links = [f"<{ann[k]}|{title}>" for k, title in (("runbook_url", "Runbook"), ("dashboard_url", "Dashboard"))
@@ -80,19 +92,22 @@ def _diagnosis_blocks(ann: dict[str, str]) -> list[dict[str, Any]]:
     """Return the verdict (sloguard.diagnose) as one line plus its evidence, when the alert carries one."""
     if not ann.get("diagnosis"):
         return []
-    out: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn",
-                                                              "text": f"*Where / why:* {ann['diagnosis']}"[:2900]}}]
+    why = f"*Where / why:* {_mrkdwn(ann['diagnosis'])}"
+    if ann.get("burn_rows"):
+        why += f"\n*Rows holding:* {_mrkdwn(ann['burn_rows'])}"
+    out: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": why[:2900]}}]
     if ann.get("diagnosis_evidence"):
-        out.append({"type": "context", "elements": [{"type": "mrkdwn", "text": ann["diagnosis_evidence"][:2900]}]})
+        out.append({"type": "context", "elements": [{"type": "mrkdwn",
+                                                      "text": _mrkdwn(ann["diagnosis_evidence"])[:2900]}]})
     return out
 
 
 def blocks(note: Notification, dashboard_url: str | None = None) -> list[dict[str, Any]]:
     """Return Block Kit blocks: a header, then severity, summary, value vs objective and links per alert."""
-    sev = next((dict(a.labels).get("severity", "") for a in note.alerts), "")
+    sev = severity_word(note).lower()
     icon = ":white_check_mark:" if note.status == "resolved" else EMOJI.get(sev, ":bell:")
-    title = f"{icon} {one_line(note)}"[:150]
-    out: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": title, "emoji": True}}]
+    head = f"{icon} {escape.terminal(title(note))}"  # plain_text: Slack parses no markup there
+    out: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": fit(head), "emoji": True}}]
     for a in note.alerts[:MAX_ALERTS_SHOWN]:
         out.extend(_alert_block(a))
     extra = len(note.alerts) - MAX_ALERTS_SHOWN
@@ -149,7 +164,7 @@ class SlackNotifier:
         self._last[channel] = self.clock.monotonic()
 
     async def _bot(self, note: Notification, ref: Mapping[str, str] | None) -> Ref:
-        kw: dict[str, Any] = {"text": one_line(note), "blocks": blocks(note, self.spec.dashboard_url)}
+        kw: dict[str, Any] = {"text": _mrkdwn(one_line(note)), "blocks": blocks(note, self.spec.dashboard_url)}
         posted = open_messages(ref)
         if note.status == "resolved" and posted:
             for i, (channel, ts) in enumerate(reversed(posted)):
@@ -169,7 +184,7 @@ class SlackNotifier:
                 raise
 
     async def _webhook(self, note: Notification) -> None:
-        resp = await self._hook.send(text=one_line(note), blocks=blocks(note, self.spec.dashboard_url))
+        resp = await self._hook.send(text=_mrkdwn(one_line(note)), blocks=blocks(note, self.spec.dashboard_url))
         err = http_error(resp.status_code, resp.body or "", (resp.headers or {}).get("Retry-After"))
         if err is not None:
             body = (resp.body or "").strip()

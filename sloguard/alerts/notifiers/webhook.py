@@ -8,7 +8,7 @@ from typing import Any
 from sloguard.alerts.notifiers.base import Ref, alert_json, post_json
 from sloguard.alerts.routing import Notification
 from sloguard.clock import Clock
-from sloguard.config.spec import WebhookNotifierSpec
+from sloguard.config.notifiers import WebhookNotifierSpec
 
 
 def _common(dicts: list[dict[str, str]]) -> dict[str, str]:

@@ -15,7 +15,9 @@ SGLANG = EngineMap(
         "tpot": hist("sglang:request_time_per_output_token_seconds", "sglang:time_per_output_token_seconds"),
         "e2e": hist("sglang:e2e_request_latency_seconds"),
         "queue": hist("sglang:queue_time_seconds", "sglang:request_queue_time_seconds"),
-        "prefill": hist("sglang:request_prefill_time_seconds"),
+        # Newer releases: one histogram per stage (req_time_stats.py RequestStage); prefill_forward is the prefill.
+        "prefill": (*hist("sglang:request_prefill_time_seconds"),
+                    Alias("sglang:per_stage_req_latency_seconds", "histogram", match={"stage": "prefill_forward"})),
         "decode": hist("sglang:request_decode_time_seconds"),
         "inference": hist("sglang:request_inference_time_seconds"),
     },

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sloguard.sources.engines.schema import EngineMap, counter, gauge, hist
+from sloguard.sources.engines.schema import Alias, EngineMap, counter, gauge, hist
 
 VLLM = EngineMap(
     name="vllm",
@@ -26,9 +26,16 @@ VLLM = EngineMap(
         "requests_waiting": gauge("vllm:num_requests_waiting"),
         # Both are already 0..1 despite the `perc` suffix; averaged across data-parallel engines.
         "kv_cache_usage_ratio": gauge("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", agg="mean"),
+        # 0.32+: the waiting split by reason; "capacity" = waiting for scheduling capacity (KV blocks, batch),
+        # "deferred" = held by LoRA budget, KV transfer or a blocked status (not capacity).
+        "requests_waiting_capacity": (Alias("vllm:num_requests_waiting_by_reason", "gauge",
+                                            match={"reason": "capacity"}),),
     },
     counters={
         "prompt_tokens": counter("vllm:prompt_tokens"),
+        # 0.32+: prompt tokens prefilled here, apart from those served by the prefix cache or a KV transfer
+        "prompt_tokens_computed": (Alias("vllm:prompt_tokens_by_source", "counter",
+                                         match={"source": "local_compute"}),),
         "generation_tokens": counter("vllm:generation_tokens"),
         "prefix_cache_queries": counter("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries"),
         "prefix_cache_hits": counter("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits"),

@@ -9,8 +9,9 @@ import pytest
 from sloguard.alerts import engine
 from sloguard.alerts.engine import Alert
 from sloguard.alerts.rules import Rule, builtin_rules, burn_rules, parse_expr
+from sloguard.config.units import format_duration
 from sloguard.model import Sample
-from sloguard.slo.model import SLO, Goodput, Objective
+from sloguard.slo.model import SLO, Goodput, Objective, indicators
 
 
 def rule(for_: float = 0.0, keep: float = 0.0) -> Rule:
@@ -75,17 +76,56 @@ def test_burn_rule_needs_both_windows_and_evidence(long_v: float, short_v: float
     if fires:
         a = next(iter(active.values()))
         assert dict(a.labels) == {"alertname": "SloguardErrorBudgetBurn", "severity": "page", "slo": "ux",
-                                  "sli": "latency", "long_window": "5m", "short_window": "1m"}
-        assert dict(a.annotations)["summary"] == ("SLO ux latency budget burning 62x (page at 14.4x over 5m and "
-                                                  "1m); 9% of the 1d budget left (2h 0m 0s of data)")
+                                  "sli": "latency"}
+        assert dict(a.annotations)["summary"] == ("SLO ux latency budget burning 62x (page); 9% of the 1d budget "
+                                                  "left (2h 0m 0s of data)")
 
 
 def test_burn_rules_skip_rows_that_cannot_mean_anything() -> None:
     """A median objective (50% allowed misses) can burn 2x at most: only the 1x ticket row is kept."""
     slo = SLO(name="s", target="t", objectives=(Objective("tpot", 50, 0.05),), window=86400.0, probe_rate=0.5)
-    labels = [dict(r.labels) for r in burn_rules(slo)]
-    got = {(lab.get("sli"), lab.get("metric"), lab["severity"]) for lab in labels}
-    assert got == {("availability", None, "page"), ("availability", None, "ticket"), ("latency", "tpot", "ticket")}
+    rules = burn_rules(slo)
+    got = {(dict(r.labels)["sli"], dict(r.labels)["severity"]) for r in rules}
+    assert got == {("availability", "page"), ("availability", "ticket"), ("latency", "ticket")}
+    latency_ticket = next(r for r in rules if dict(r.labels)["sli"] == "latency")
+    assert {e.matchers for c in latency_ticket.any_of for e in c[:1]} and all(
+        'metric="tpot"' in " ".join(m.promql() for m in c[0].matchers) for c in latency_ticket.any_of)
+
+
+def _all_rows_samples(slo: SLO, burn: float) -> list[Sample]:
+    """Every budget of the SLO burning `burn` in every window, with enough evidence."""
+    out = []
+    for w in slo.windows:
+        for ind in indicators(slo):
+            lab = {"slo": slo.name, **ind.labels(), "window": format_duration(w)}
+            out += [Sample("sloguard_slo_burn_rate", lab, burn), Sample("sloguard_slo_burn_evidence_ratio", lab, 9.0)]
+    return out
+
+
+def test_one_fault_gives_one_page_and_one_ticket_per_sli_not_one_per_row() -> None:
+    """The storm (issue 46): every budget and every row holding gives one alert per SLO x SLI x severity."""
+    slo = SLO(name="chat", target="t", objectives=(Objective("ttft", 95, 1.0), Objective("tpot", 50, 0.05)),
+              window=28 * 86400.0, probe_rate=0.5, error_objective=0.99)
+    rules = burn_rules(slo)
+    active, events = engine.evaluate(rules, {}, _all_rows_samples(slo, 100.0), 0.0)
+    got = sorted((dict(a.labels)["sli"], dict(a.labels)["severity"]) for a in active.values())
+    assert got == [("availability", "page"), ("availability", "ticket"), ("latency", "page"), ("latency", "ticket")]
+    assert len(events) == 4
+    again, events = engine.evaluate(rules, active, _all_rows_samples(slo, 120.0), 15.0)
+    assert events == [] and set(again) == set(active)  # no transition (and so no log line) while nothing changes
+
+
+def test_page_and_ticket_on_the_same_windows_keep_apart() -> None:
+    """A 1h SLO's page and ticket rows both read 5m/1m; they used to share a rule key and flap resolved."""
+    slo = SLO(name="short", target="t", error_objective=0.9, window=3600.0, probe_rate=1.0)
+    rules = burn_rules(slo)
+    assert len({r.key for r in rules}) == len(rules) == 2
+    active: dict[str, Alert] = {}
+    kinds = []
+    for i in range(6):
+        active, events = engine.evaluate(rules, active, _all_rows_samples(slo, 8.0), i * 0.5)
+        kinds += [e.kind for e in events]
+    assert kinds == ["firing", "firing"] and len(active) == 2
 
 
 def test_removed_rule_resolves_its_firing_alerts() -> None:

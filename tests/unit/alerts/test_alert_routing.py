@@ -10,7 +10,7 @@ from pydantic import TypeAdapter
 from sloguard.alerts.engine import Alert
 from sloguard.alerts.routing import Group, matches, route
 from sloguard.alerts.state import group_from_dict, group_to_dict
-from sloguard.config.spec import NotifierSpec
+from sloguard.config.notifiers import NotifierSpec
 
 SPEC = TypeAdapter(NotifierSpec)
 
@@ -48,16 +48,53 @@ A, B = alert("A"), alert("B")
 @pytest.mark.parametrize(("steps", "until", "expected"), [
     # first notification after group_wait; resolved notice on the next group_interval tick
     ({0.0: [A], 600.0: []}, 1000, [(30.0, "firing", ("A:f",)), (630.0, "resolved", ("A:r",))]),
-    # an alert joining the group waits for the group_interval tick
-    ({0.0: [A], 60.0: [A, B]}, 400, [(30.0, "firing", ("A:f",)), (330.0, "firing", ("A:f", "B:f"))]),
+    # an alert joining a group that has notified is sent after group_wait, not on the group_interval tick
+    ({0.0: [A], 60.0: [A, B]}, 400, [(30.0, "firing", ("A:f",)), (90.0, "firing", ("A:f", "B:f"))]),
     # nothing new: repeat after repeat_interval (checked on group_interval ticks)
     ({0.0: [A]}, 3700, [(30.0, "firing", ("A:f",)), (3630.0, "firing", ("A:f",))]),
-    # resolved during group_wait: never notified, so no resolved notice either
-    ({0.0: [A], 15.0: []}, 400, []),
+    # fired and resolved during group_wait: still told, once, as resolved (a page is never lost)
+    ({0.0: [A], 15.0: []}, 400, [(30.0, "resolved", ("A:r",))]),
 ])
 def test_grouping_timeline(steps: dict[float, list[Alert]], until: float,
                            expected: list[tuple[float, str, tuple[str, ...]]]) -> None:
     assert timeline(spec(group_by=["slo"]), steps, until) == expected
+
+
+def _sent(sp: NotifierSpec, steps: Mapping[float, Sequence[Alert]], until: float) -> list[tuple[float, str, str]]:
+    """Return (time, slo/sli/severity, f|r) per alert in each notification."""
+    groups: dict[str, Group] = {}
+    out, current, t = [], [], 0.0
+    while t <= until:
+        current = list(steps.get(t, current))
+        groups, notes = route([sp], groups, current, t)
+        for n in notes:
+            for a in n.alerts:
+                lab = dict(a.labels)
+                out.append((t, f"{lab['slo']}/{lab.get('sli', '')}/{lab['severity']}", "r" if a.resolved_at else "f"))
+        t += 15.0
+    return sorted(out)
+
+
+def _burn(sev: str, slo: str = "s", sli: str = "latency") -> Alert:
+    labels = tuple(sorted({"alertname": "SloguardErrorBudgetBurn", "severity": sev, "slo": slo, "sli": sli}.items()))
+    return Alert("b", labels, (), "firing", 0.0, 1.0, fired_at=0.0)
+
+
+def test_a_second_slos_page_is_not_held_behind_the_first_ones_group() -> None:
+    """Issue 46: with the old default group_by [alertname] the chat page fired 85 s and was never sent."""
+    avail, chat = _burn("page", slo="avail", sli="availability"), _burn("page", slo="chat")
+    steps = {0.0: [avail], 45.0: [avail, chat], 135.0: [avail]}
+    defaults = SPEC.validate_python({"name": "n", "type": "webhook", "url": "http://x"})
+    assert _sent(defaults, steps, 400) == [(30.0, "avail/availability/page", "f"), (75.0, "chat/latency/page", "f"),
+                                           (375.0, "chat/latency/page", "r")]
+
+
+def test_a_ticket_is_held_while_its_page_fires() -> None:
+    page, ticket, other = _burn("page"), _burn("ticket"), _burn("ticket", sli="availability")
+    sp = SPEC.validate_python({"name": "n", "type": "webhook", "url": "http://x"})
+    got = _sent(sp, {0.0: [page, ticket, other], 300.0: [ticket, other]}, 700)
+    assert got == [(30.0, "s/availability/ticket", "f"), (30.0, "s/latency/page", "f"),
+                   (330.0, "s/latency/page", "r"), (330.0, "s/latency/ticket", "f")]
 
 
 def test_send_resolved_false_sends_no_resolved_notice() -> None:

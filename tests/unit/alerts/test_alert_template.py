@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sloguard.alerts.expr import Matcher
 from sloguard.alerts.template import humanize_duration, humanize_percentage, render
+from sloguard.config.expr import Matcher
 
 
 # Prometheus template functions' outputs (Go: fmt "%.4g"; durations "1d 2h 3m 4s")
@@ -25,9 +25,11 @@ SERIES = {("sloguard_slo_error_budget_remaining_ratio", "ux"): 0.09,
           ("sloguard_slo_window_coverage_ratio", "ux"): 1 / 12}
 
 
-def lookup(metric: str, matchers: tuple[Matcher, ...]) -> float | None:
+def lookup(metric: str, matchers: tuple[Matcher, ...]) -> list[float]:
     slo = next((m.value for m in matchers if m.label == "slo"), "")
-    return SERIES.get((metric, slo))
+    if (metric, slo) == ("sloguard_slo_error_budget_remaining_ratio", "two"):
+        return [0.5, -0.25]  # two latency budgets: min() reads the worse
+    return [v] if (v := SERIES.get((metric, slo))) is not None else []
 
 
 @pytest.mark.parametrize(("template", "want"), [
@@ -38,6 +40,10 @@ def lookup(metric: str, matchers: tuple[Matcher, ...]) -> float | None:
     ('{{ with query "sloguard_slo_window_coverage_ratio{slo=\'other\'}" }}'
      "{{ . | first | value | humanizeDuration }}{{ end }}!", "!"),  # no series: `with` renders nothing
     ('burning {{ $value | printf "%.3g" }}x on {{ $labels.slo }}', "burning 62x on ux"),
+    ('{{ with query "min(sloguard_slo_error_budget_remaining_ratio{slo=\'two\',sli=\'latency\'})" }}'
+     "{{ . | first | value | humanizePercentage }}{{ end }} left", "-25% left"),
+    ('{{ with query "sloguard_slo_error_budget_remaining_ratio{slo=\'two\'}" }}'
+     "{{ . | first | value | humanizePercentage }}{{ end }} left", "50% left"),
 ])
 def test_render(template: str, want: str) -> None:
     assert render(template, {"slo": "ux"}, 62.0, lookup) == want

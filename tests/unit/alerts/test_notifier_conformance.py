@@ -134,7 +134,7 @@ def test_slack_bot_updates_the_same_message_on_resolve(double: SlackDouble, tmp_
     asyncio.run(svc.deliver_due())
     post, update = [c for c in double.calls if c["method"] in ("chat.postMessage", "chat.update")][-2:]
     assert post["method"] == "chat.postMessage" and update["method"] == "chat.update"
-    assert update["ts"] == post["ts"] and double.messages[post["ts"]]["text"].startswith("[RESOLVED]")
+    assert update["ts"] == post["ts"] and double.messages[post["ts"]]["text"].startswith("RESOLVED: ")
     header = double.messages[post["ts"]]["blocks"][0]["text"]["text"]
     assert ":white_check_mark:" in header
 
@@ -178,7 +178,7 @@ def test_slack_resolve_updates_every_open_message_of_the_group(
         clock.advance(60)
     mine = [m for ts, m in double.messages.items() if ts not in before]
     assert len(mine) == posted
-    assert sum(not m["text"].startswith("[RESOLVED]") for m in mine) == left_firing
+    assert sum(not m["text"].startswith("RESOLVED: ") for m in mine) == left_firing
 
 
 @pytest.mark.parametrize(("error", "ambiguous"), [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -64,18 +65,38 @@ def test_watch_scrapes_the_target_and_samples_nvml(tmp_path: Path) -> None:
     async def run() -> ServerWatch:
         w = ServerWatch(target, None, interval=60.0, nvml_module=fake)
         w.start()
-        for _ in range(1000):  # the first periodic sample (its file read runs in a thread)
-            if w.views:
-                break
+        while not w.gpu:  # the first periodic sample, whole: its scrape and then its NVML read (both in threads)
             await asyncio.sleep(0.01)
-        await w.stop()  # the periodic sample at start plus the final one
+        await w.stop()  # between samples: the periodic loop is waiting, so stop adds exactly the final sample
         await w.close()
         return w
     w = asyncio.run(run())
-    assert len(w.views) == 2 and w.views[0].engine == "vllm" and not w.failures
+    assert len(w.views) == len(w.gpu) == 2 and w.views[0].engine == "vllm" and not w.failures
     (uuid,) = {u for _, values in w.gpu for (_, u) in values}
     gpu = summarise_gpu(w.gpu, 0.0, float("inf"))
     assert gpu is not None and gpu[uuid]["utilization_ratio"]["mean"] == pytest.approx(0.87)
+
+
+def test_a_stage_ending_during_a_slow_nvml_read_counts_it_busy(tmp_path: Path) -> None:
+    """An NVML read still running when the stage ends (a busy host, a hung driver): the final sample keeps its
+    scrape, counts the GPU read as busy and never waits for the thread."""
+    page = tmp_path / "metrics.txt"
+    shutil.copy(FIXTURE, page)
+    target = TargetSpec(name="sim", engine="vllm", metrics_url=page.as_uri(), api_url="http://127.0.0.1:9")
+    fake = FakeNVML([FakeGPU("GPU-0000")])
+    fake.block = threading.Event()  # the first read's power getter waits here
+
+    async def run() -> ServerWatch:
+        w = ServerWatch(target, None, interval=60.0, nvml_module=fake)
+        w.start()
+        while not (w.views and fake.calls["nvmlDeviceGetPowerUsage"]):  # the scrape done, the NVML read stuck
+            await asyncio.sleep(0.01)
+        await w.stop()
+        fake.block.set()
+        await w.close()
+        return w
+    w = asyncio.run(run())
+    assert len(w.views) == 2 and w.gpu == [] and w.failures == {"nvml_busy": 1}
 
 
 def test_watch_counts_scrape_failures() -> None:
@@ -88,3 +109,24 @@ def test_watch_counts_scrape_failures() -> None:
         return w
     w = asyncio.run(run())
     assert w.views == [] and w.failures == {"connect": 1}
+
+
+@pytest.mark.parametrize(("counters", "share"), [
+    ({"prefix_cache_hits": 181.0, "prefix_cache_queries": 182.0}, 181 / 182),  # vLLM, SGLang; llama.cpp cached/all
+    ({"prompt_tokens_computed": 20.0, "prompt_tokens": 200.0}, 0.9),  # vLLM 0.32 prompt_tokens_by_source only
+    ({"prompt_tokens": 200.0}, None),
+])
+def test_cache_share_from_each_engines_counters(counters: dict[str, float], share: float | None) -> None:
+    from sloguard.bench.serverview import cache_share
+
+    assert cache_share({"counters": counters}) == (None if share is None else pytest.approx(share))
+
+
+def test_a_stage_served_from_the_prompt_cache_is_warned_about() -> None:
+    from sloguard.bench.serverview import cache_warnings
+
+    rows = [{"stage": 0, "server": {"counters": {"prefix_cache_hits": 10.0, "prefix_cache_queries": 1000.0}}},
+            {"stage": 1, "server": {"counters": {"prefix_cache_hits": 990.0, "prefix_cache_queries": 1000.0}}},
+            {"stage": 2, "server": None}]
+    warnings = cache_warnings(rows)
+    assert len(warnings) == 1 and "stage 1: 99%" in warnings[0] and "--same-prompts" in warnings[0]

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from helpers import rec
 
+from sloguard import histogram
 from sloguard.bench.summary import error_kind, quantiles, summarise
 from sloguard.bench.table import table, verdict
 from sloguard.model import Histogram
 from sloguard.probes.timing import ITL_BUCKETS
 from sloguard.slo.model import SLO, Goodput
-from sloguard.windows import histo
 
 GP = SLO("gp", "sim", goodput=Goodput(0.9, ttft=0.2))
 
@@ -77,8 +77,8 @@ def test_itl_over_every_gap_from_the_requests_bucket_counts() -> None:
     assert s["itl_basis"] == "buckets" and itl["n"] == 4 and itl["mean"] == pytest.approx(0.099 / 4)
     h = Histogram(tuple(zip((*ITL_BUCKETS, math.inf), itertools.accumulate(
         float(a + b) for a, b in zip(counts(0.009, 0.02, 0.03), counts(0.04), strict=True)), strict=True)), 4.0, 0.099)
-    assert itl["p50"] == histo.quantile(0.5, h) and 0.015 <= itl["p50"] <= 0.025
-    assert itl["p99"] == histo.quantile(0.99, h) and 0.03 < itl["p99"] <= 0.04
+    assert itl["p50"] == histogram.quantile(0.5, h) and 0.015 <= itl["p50"] <= 0.025
+    assert itl["p99"] == histogram.quantile(0.99, h) and 0.03 < itl["p99"] <= 0.04
 
 
 def test_only_normal_requests_give_latency_figures() -> None:

@@ -88,3 +88,26 @@ def test_dataset_errors_name_the_file_and_line(tmp_path: Path, content: str | by
 def test_missing_dataset(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="cannot read"):
         load_dataset(str(tmp_path / "nope.jsonl"))
+
+
+def test_a_rerun_of_the_seed_is_salted_unless_same_prompts() -> None:
+    """Issue 48: two runs of one seed send the same sizes but other prompts; --same-prompts (salt "") replays them."""
+    one, two, same = WorkloadSpec(JOB, 7, salt="0a1b2c3d"), WorkloadSpec(JOB, 7, salt="9f8e7d6c"), WorkloadSpec(JOB, 7)
+    assert [one.request(0, i).prompt.tokens for i in range(50)] == [two.request(0, i).prompt.tokens for i in range(50)]
+    assert all(one.request(0, i).prompt.text != two.request(0, i).prompt.text for i in range(50))
+    assert [same.request(0, i) for i in range(20)] == [WorkloadSpec(JOB, 7).request(0, i) for i in range(20)]
+
+
+def test_salted_runs_of_one_workload_have_one_identity_and_compare() -> None:
+    """Two runs differing only in their per-run salt are the same workload to `sloguard report`; a seed is not."""
+    from sloguard.bench.header import digest
+    from sloguard.reports.bench import bench_differences, workload_of
+
+    load = {"mode": "fixed", "kind": "concurrency", "levels": [1]}
+    one, two = ({"seed": 7, "salt": salt, "api": "chat", "prompts": [[64, 1.0]]} for salt in ("0a1b2c3d", "9f8e7d6c"))
+    other_seed = {**one, "seed": 8}
+    heads = [{"workload": w, "load": load, "workload_digest": digest(w, load)} for w in (one, two, other_seed)]
+    assert heads[0]["workload_digest"] == heads[1]["workload_digest"] != heads[2]["workload_digest"]
+    assert bench_differences(workload_of(heads[0]), workload_of(heads[1])) == ([], [])
+    refused, _ = bench_differences(workload_of(heads[0]), workload_of(heads[2]))
+    assert refused == ["workload.seed: baseline 7, candidate 8"]

@@ -10,7 +10,7 @@ import pytest
 
 from sloguard.cli import main
 from sloguard.config.files import FileError, load_yaml, read_text
-from sloguard.daemon import serve
+from sloguard.run import serve
 
 GOOD = """version: sloguard/v1
 state_dir: {state}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sloguard.components import read_secrets
 from sloguard.config.load import ConfigError, parse_config
+from sloguard.config.secrets import read_secrets
 from sloguard.log import LogfmtFormatter, register_secret
 
 

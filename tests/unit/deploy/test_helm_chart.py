@@ -13,42 +13,28 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
+from support.helm import CHART, HELM, TEST_IMAGE
+from support.helm import helm as _helm
+from support.helm import one as _one
+from support.helm import pod as _pod
+from support.helm import render as _render
+from support.procs import ROOT
 
 from sloguard.config.load import load_config
 from sloguard.config.schema import config_schema
 from sloguard.config.spec import Config
 from sloguard.rulegen.prometheus import generate
 
-ROOT = Path(__file__).resolve().parents[3]
-CHART = ROOT / "helm" / "sloguard"
 GOLDEN = ROOT / "tests" / "golden" / "helm"
-HELM = ROOT / ".tools" / "bin" / "helm"
 CRD_MODELS = ROOT / ".tools" / "validators" / "node_modules" / "@kubernetes-models" / "prometheus-operator"
 UPDATE = os.environ.get("SLOGUARD_UPDATE_GOLDEN") == "1"
-# name -> values files; "all" turns every toggle on, "deployment" is the cluster-wide mode.
-CASES = {"default": (), "all": ("ci/all-values.yaml",), "deployment": ("ci/deployment-values.yaml",)}
+# name -> values files; "all" turns every toggle on, "deployment" is the cluster-wide mode, "ha" two replicas
+# with cluster-wide discovery and leader election.
+CASES = {"default": (), "all": ("ci/all-values.yaml",), "deployment": ("ci/deployment-values.yaml",),
+         "ha": ("ci/ha-values.yaml",)}
 KUBE_VERSIONS = ("1.25.0", kubernetes_validate.latest_version())  # Chart.yaml kubeVersion floor, newest
-CRD_KINDS = ("ServiceMonitor", "PrometheusRule")
+CRD_KINDS = ("ServiceMonitor", "PodMonitor", "PrometheusRule")
 GROUPS_PLACEHOLDER = "<rule groups: see the test_prometheus_rule_* tests>"
-TEST_IMAGE = "registry.example.com/sloguard"
-
-
-def _helm(*args: str, image: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run helm in the chart; template and lint get the test image (the chart has no default: none exists)."""
-    assert HELM.is_file(), f"{HELM} is missing: run scripts/setup.sh"
-    extra = ["--set", f"image.repository={TEST_IMAGE}"] if image and args and args[0] in ("template", "lint") else []
-    return subprocess.run([str(HELM), *args, *extra], capture_output=True, text=True, cwd=CHART, timeout=60)
-
-
-def _render(values: tuple[str, ...], *sets: str) -> list[dict[str, Any]]:
-    args = ["template", "sloguard", ".", "--namespace", "monitoring"]
-    for file in values:
-        args += ["-f", file]
-    for item in sets:
-        args += ["--set", item]
-    done = _helm(*args)
-    assert done.returncode == 0, done.stderr
-    return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
 
 
 @pytest.fixture(scope="module")
@@ -56,15 +42,11 @@ def renders() -> dict[str, list[dict[str, Any]]]:
     return {name: _render(values) for name, values in CASES.items()}
 
 
-def _one(docs: list[dict[str, Any]], *kinds: str) -> dict[str, Any]:
-    found = [d for d in docs if d["kind"] in kinds]
-    assert len(found) == 1, [d["kind"] for d in docs]
-    return found[0]
-
-
-def _pod(docs: list[dict[str, Any]]) -> dict[str, Any]:
-    spec: dict[str, Any] = _one(docs, "DaemonSet", "Deployment")["spec"]["template"]["spec"]
-    return spec
+def _values(case: str) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for file in CASES[case]:
+        values.update(yaml.safe_load((CHART / file).read_text()))
+    return values
 
 
 def _alerts_groups(*, meta: bool) -> list[Any]:
@@ -115,14 +97,14 @@ def test_core_manifests_validate_against_kubernetes_schemas(
         except kubernetes_validate.ValidationError as err:
             pytest.fail(f"{case}: {doc['kind']}: {err.message} at {list(err.path)}")
         checked += 1
-    assert checked >= 12
+    assert checked >= 30
 
 
 def test_crds_validate_against_prometheus_operator_schemas(renders: dict[str, list[dict[str, Any]]]) -> None:
     node = shutil.which("node")
     assert node and CRD_MODELS.is_dir(), "node or @kubernetes-models/prometheus-operator missing: scripts/setup.sh"
     docs = [d for d in renders["all"] if d["kind"] in CRD_KINDS]
-    assert sorted(d["kind"] for d in docs) == sorted(CRD_KINDS)
+    assert sorted({d["kind"] for d in docs}) == sorted(CRD_KINDS)
     done = subprocess.run(
         [node, str(Path(__file__).with_name("validate_crds.mjs")), str(CRD_MODELS)],
         input=json.dumps(docs), capture_output=True, text=True, timeout=60,
@@ -184,7 +166,8 @@ def test_pod_is_locked_down(case: str, renders: dict[str, list[dict[str, Any]]])
     pod = _pod(renders[case])
     (container,) = pod["containers"]
     sc = container["securityContext"]
-    assert pod["automountServiceAccountToken"] is False
+    api = case in ("ha",) or bool(_values(case).get("rbac", {}).get("discovery", {}).get("enabled"))
+    assert pod["automountServiceAccountToken"] is api  # a token only for discovery / leader election
     assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] != 0
     assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False
     assert sc["capabilities"] == {"drop": ["ALL"]}
@@ -194,7 +177,8 @@ def test_pod_is_locked_down(case: str, renders: dict[str, list[dict[str, Any]]])
 
 
 @pytest.mark.parametrize(
-    ("case", "kind"), [("default", "DaemonSet"), ("all", "DaemonSet"), ("deployment", "Deployment")]
+    ("case", "kind"), [("default", "DaemonSet"), ("all", "DaemonSet"), ("deployment", "Deployment"),
+                        ("ha", "Deployment")]
 )
 def test_mode_selects_workload_kind(case: str, kind: str, renders: dict[str, list[dict[str, Any]]]) -> None:
     assert _one(renders[case], "DaemonSet", "Deployment")["kind"] == kind
@@ -385,6 +369,11 @@ def test_notes_warn_about_lost_state_and_per_node_pages(tmp_path: Path) -> None:
     emptydir = tmp_path / "emptydir.yaml"
     emptydir.write_text("mode: deployment\n")
     assert "LOST whenever the pod is replaced" in _notes(tmp_path / "emptydir", str(emptydir))
+    assert "hostPID is false" not in everything  # all-values sets hostPID with host.processes
+    no_pid = tmp_path / "no-pid.yaml"
+    no_pid.write_text("config: {host: {processes: [{name: vllm, process_name: vllm}]}}\n")
+    assert "config.host.processes is set but hostPID is false" in _notes(tmp_path / "no-pid", str(no_pid))
+    assert "hostPID is false" not in default
 
 
 def test_no_default_image_fails_with_a_clear_message() -> None:

@@ -60,7 +60,9 @@ def _poll(t: float, missing: bool) -> dict[str, Any]:
     waiting = 3.0 if missing else 0.0
     return {"t": t, "at": 1000.0 + t, "objectives": [["ttft", "5m", not missing]], "stage": "queue",
             "breach": "ttft" if missing else None, "cause": "",
-            "signals": {"requests_waiting": {"value": waiting, "baseline": 0.5}}}
+            "signals": {"requests_waiting": {"value": waiting, "baseline": 0.5},
+                        "prompt_tokens_recent": {"value": 100.0, "baseline": 100.0},
+                        "arrival_surge_z": {"value": 5.0 if missing else 0.0, "baseline": None}}}
 
 
 def test_traced_runs_are_re_decided_and_timed_in_evaluations(bound: ModuleType, tmp_path: Path) -> None:

@@ -128,4 +128,4 @@ def test_alerts_and_slack_carry_the_verdict() -> None:
     assert ann["summary"] == "burning" and ann["diagnosis"] == extra["diagnosis"]
     assert dict(active["fp"].annotations)["diagnosis_evidence"] == "a ✓\nb ✓"
     text = str(_alert_block(events[0].alert))
-    assert "Where / why:* p95 ttft 2.4s > 1s" in text and "a ✓" in text
+    assert "Where / why:* p95 ttft 2.4s &gt; 1s" in text and "a ✓\\nb ✓" in text  # mrkdwn-escaped, lines kept

@@ -10,8 +10,9 @@ import pytest
 from sloguard.diagnose import inputs
 from sloguard.model import Histogram
 from sloguard.slo.evaluate import ServerReader, evaluate
-from sloguard.slo.model import SLO, Objective, ObjectiveStatus, SLOStatus
-from sloguard.windows.probe import Quantile
+from sloguard.slo.model import SLO, Objective
+from sloguard.slo.result import ObjectiveStatus, SLOStatus
+from sloguard.windows.censor import Quantile
 
 NOW = 1000.0
 
@@ -35,8 +36,8 @@ class Server:
 def _breaches(queue: Histogram) -> tuple[str, ...]:
     slo = SLO("s", "t", source="server", budgets={"queue": 0.1})
     server = Server(queue)
-    q, _ = inputs.quantiles(slo, None, ServerReader(server, "t", 300.0, NOW), 300.0)
-    return tuple(b.metric for b in inputs.breaches(evaluate(slo, None, NOW, server), q))
+    q, sources = inputs.quantiles(slo, None, ServerReader(server, "t", 300.0, NOW), 300.0)
+    return tuple(b.metric for b in inputs.breaches(evaluate(slo, None, NOW, server), q, sources))
 
 
 def test_a_queue_somewhere_in_the_first_bucket_does_not_miss_a_budget_inside_it() -> None:
@@ -50,16 +51,16 @@ def test_a_queue_whose_lower_end_is_over_the_budget_misses() -> None:
 
 
 class View:
-    """A probe window: per metric (value at every quantile, censored, censored count, count)."""
+    """A probe window: per metric (value at every quantile, upper bound, censored count, count)."""
 
-    def __init__(self, rows: dict[str, tuple[float, bool, int, int]]) -> None:
+    def __init__(self, rows: dict[str, tuple[float, float, int, int]]) -> None:
         self.rows = rows
 
     def censored_quantiles(self, metric: str, qs: Sequence[float]) -> tuple[Quantile, ...] | None:
         if metric not in self.rows:
             return None
-        v, censored, n_censored, n = self.rows[metric]
-        return tuple(Quantile(v, censored, n_censored, n) for _ in qs)
+        v, upper, n_censored, n = self.rows[metric]
+        return tuple(Quantile(v, upper, n_censored, n) for _ in qs)
 
 
 def _probe_slo() -> SLO:
@@ -76,25 +77,27 @@ def test_a_quantile_requests_cut_short_could_move_misses_as_the_slo_judges_it() 
     """TPOT p95 ≥ 140 ms with 3 timed-out requests: the SLO's status misses, so does the diagnosis window."""
     slo = _probe_slo()
     q = {"tpot": ((0.12, 0.12, 0.12), (0.14, 0.14, 0.14), (0.2, 0.2, 0.2))}
-    censored = inputs.censor(q, {"tpot": "probe"}, View({"tpot": (0.14, True, 3, 40)}))
+    sources = {"tpot": "probe"}
+    censored = inputs.censor(q, sources, View({"tpot": (0.14, math.inf, 3, 40)}))
     assert censored["tpot"][1] == (0.14, 0.14, math.inf)
-    got = inputs.breaches(_status(slo, compliant=False), censored)
+    got = inputs.breaches(_status(slo, compliant=False), censored, sources)
     assert [(b.metric, b.value, b.censored) for b in got] == [("tpot", 0.14, True)]
     # exact 140 ms is under 150 ms over the diagnosis window: the SLO's own window still misses, not recently
-    assert [(b.metric, b.recent) for b in inputs.breaches(_status(slo, compliant=False), q)] == [("tpot", False)]
-    assert inputs.breaches(_status(slo, compliant=True), censored) == ()  # the SLO itself holds: no breach
+    assert [(b.metric, b.recent) for b in inputs.breaches(_status(slo, compliant=False), q, sources)] == [
+        ("tpot", False)]
+    assert inputs.breaches(_status(slo, compliant=True), censored, sources) == ()  # the SLO itself holds
     assert inputs.censor(q, {"tpot": "probe"}, None) == q
 
 
 @pytest.mark.parametrize(("rows", "sources", "uncovered"), [
     # 40 TTFTs, 30 of them with the server's record: a quarter of the requests have no stages
-    ({"ttft": (1.0, False, 0, 40), "request_queue": (0.1, False, 0, 30)}, {"ttft": "probe", "queue": "request"},
+    ({"ttft": (1.0, 1.0, 0, 40), "request_queue": (0.1, 0.1, 0, 30)}, {"ttft": "probe", "queue": "request"},
      0.25),
     # no per-request stages: the requests censored in the whole are the ones no stage covers
-    ({"ttft": (4.9, True, 4, 40)}, {"ttft": "probe", "network": "probe"}, 0.1),
-    ({"ttft": (1.0, False, 0, 40), "request_queue": (0.1, False, 0, 40)}, {"ttft": "probe", "queue": "request"}, 0.0),
+    ({"ttft": (4.9, math.inf, 4, 40)}, {"ttft": "probe", "network": "probe"}, 0.1),
+    ({"ttft": (1.0, 1.0, 0, 40), "request_queue": (0.1, 0.1, 0, 40)}, {"ttft": "probe", "queue": "request"}, 0.0),
 ])
-def test_gaps_are_the_requests_without_stages(rows: dict[str, tuple[float, bool, int, int]], sources: dict[str, str],
+def test_gaps_are_the_requests_without_stages(rows: dict[str, tuple[float, float, int, int]], sources: dict[str, str],
                                              uncovered: float) -> None:
     assert inputs.gaps(View(rows), sources) == {"ttft": pytest.approx(uncovered)}
     assert inputs.gaps(None, sources) == {}

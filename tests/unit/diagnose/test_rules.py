@@ -32,7 +32,7 @@ HEALTHY = {"requests_waiting": 0.0, "requests_waiting_peak": 0.0, "queue_seconds
            "prompt_tokens_recent": 420.0, "engine_restarts": 0.0, "cold_starts": 0.0, "serving_cpu_cores": 0.1,
            "gpu_throttle_reasons": 0.0,
            "gpu_sm_clock_ratio": 1.0, "gpu_health_problems": 0.0, "canary_degraded": 0.0, "network_measured": 1.0,
-           "arrival_surge_z": 0.3}
+           "arrival_surge_z": 0.3, "engine_gpu_backed": 1.0}
 BASELINES = {k: v for k, v in HEALTHY.items() if k not in ("engine_restarts", "cold_starts", "arrival_surge_z")}
 
 
@@ -80,6 +80,13 @@ DEEP = {"requests_waiting": 41.0, "arrival_surge_z": 2.5}  # a deep queue, the u
 # (case, inputs, stage, cause)
 CASES = [
     ("healthy", _inputs(breaches=()), "none", "none"),
+    # one replica of a service carries the excess (sloguard.diagnose.replicas): named before what it looks like
+    ("replica_outlier: one slow replica", _inputs((TPOT,), SLOW_DECODE, {"replica_outliers": 1.0}), "decode",
+     "replica_outlier"),
+    ("replica_outlier: one replica queues, though the service-level queue reads capacity", _inputs(
+        stages=QUEUED, signals={**DEEP, "replica_outliers": 1.0}), "queue", "replica_outlier"),
+    ("no replica out of line: the service's own cause", _inputs(stages=QUEUED, signals={
+        **DEEP, "replica_outliers": 0.0}), "queue", "capacity"),
     ("capacity: deep queue", _inputs(stages=QUEUED, signals=DEEP), "queue", "capacity"),
     # a queue is more demand only where the users' arrivals rose and the batch did not shrink: else the engine is
     # admitting less (a cache too small for the requests, below), or slower for a reason no signal shows
@@ -87,8 +94,20 @@ CASES = [
         "requests_waiting": 41.0}), "queue", "unknown"),
     ("a deep queue with the batch shrunk is not capacity", _inputs(stages=QUEUED, signals={
         **DEEP, "requests_running": 2.0}), "queue", "unknown"),
-    ("capacity: a queue at an engine whose users' arrivals are not known", _inputs(stages=QUEUED, signals={
-        "requests_waiting": 41.0}, drop=("arrival_surge_z",)), "queue", "capacity"),
+    # an engine that counts no requests (llama.cpp): more demand is read from the tokens it generates per second
+    ("capacity: arrivals not known, more tokens served", _inputs(stages=QUEUED, signals={
+        "requests_waiting": 41.0, "output_tokens_per_second": 90.0}, drop=("arrival_surge_z",),
+        baselines={"output_tokens_per_second": 40.0}), "queue", "capacity"),
+    ("no capacity: arrivals not known, no more tokens served", _inputs(stages=QUEUED, signals={
+        "requests_waiting": 41.0, "output_tokens_per_second": 41.0}, drop=("arrival_surge_z",),
+        baselines={"output_tokens_per_second": 40.0}), "queue", "unknown"),
+    ("no capacity: neither arrivals nor tokens served known (never a silent pass)", _inputs(stages=QUEUED, signals={
+        "requests_waiting": 41.0}, drop=("arrival_surge_z",)), "queue", "unknown"),
+    ("no capacity: no prompt signal at all", _inputs(stages=QUEUED, signals=DEEP, drop=(
+        "prompt_tokens_recent", "prompt_tokens_per_request")), "queue", "unknown"),
+    ("capacity: prompts read as their share of the tokens", _inputs(stages=QUEUED, signals={
+        **DEEP, "prompt_tokens_per_output_token": 4.2}, drop=("prompt_tokens_recent", "prompt_tokens_per_request"),
+        baselines={"prompt_tokens_per_output_token": 4.0}), "queue", "capacity"),
     # a queue while the users' recent prompts doubled is the prompts' doing, not yet long_prompts' 3x: unknown
     ("a queue behind prompts that doubled is no capacity", _inputs(stages=QUEUED, signals={
         "requests_waiting": 41.0, "prompt_tokens_recent": 850.0}), "queue", "unknown"),
@@ -510,13 +529,15 @@ def test_the_worst_breach_is_explained() -> None:
     assert (v.stage, v.cause) == ("decode", "gpu_throttled")  # TPOT 2.5x over beats TTFT 1.1x
 
 
-def test_readme_has_the_generated_cause_table() -> None:
+def test_the_docs_have_the_generated_cause_and_engine_tables() -> None:
     from pathlib import Path
 
+    from sloguard.diagnose.coverage import engines_markdown
     from sloguard.diagnose.text import markdown
 
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
-    assert markdown() in readme, "paste sloguard.diagnose.text.markdown() into README.md 'Diagnosis'"
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "diagnosis-rules.md").read_text()
+    assert markdown() in doc, "paste sloguard.diagnose.text.markdown() into docs/diagnosis-rules.md"
+    assert engines_markdown() in doc, "paste sloguard.diagnose.coverage.engines_markdown() into docs/diagnosis-rules.md"
 
 
 def _v(cause: str) -> Verdict:

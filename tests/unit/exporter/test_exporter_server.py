@@ -7,9 +7,10 @@ import asyncio
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.core import GaugeMetricFamily
 
-from sloguard.exporter.server import CONTENT_TYPE_OM, CONTENT_TYPE_TEXT, Endpoints, build_app, parse_listen
-from sloguard.exporter.snapshot import Snapshot
-from sloguard.exporter.webconfig import WebConfig
+from sloguard.exporter.server import CONTENT_TYPE_OM, CONTENT_TYPE_TEXT, Endpoints, build_app
+from sloguard.snapshot import Snapshot
+from sloguard.web.listen import parse_listen
+from sloguard.web.webconfig import WebConfig
 
 
 def test_endpoints() -> None:
@@ -22,7 +23,7 @@ def test_endpoints() -> None:
     g = GaugeMetricFamily("sloguard_x", "doc")
     g.add_metric([], 1)
     snap.put("a", [g])
-    ep = Endpoints(snap, reload, lambda: state["ready"], {"slos": lambda: {"slos": []}})
+    ep = Endpoints(snap, reload, lambda: state["ready"], {"slos": lambda: {"slos": []}}, lifecycle=True)
 
     async def scenario() -> None:
         async with TestClient(TestServer(build_app(ep, WebConfig(headers={"X-Frame-Options": "deny"})))) as c:

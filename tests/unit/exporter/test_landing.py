@@ -7,12 +7,13 @@ import html.parser
 from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
+from support.story import Story, healthy, slow
 
 from sloguard.exporter.landing import LandingInput, gather, render
 from sloguard.exporter.server import Endpoints, build_app
-from sloguard.exporter.snapshot import Snapshot
-from sloguard.exporter.webconfig import WebConfig
 from sloguard.model import Sample
+from sloguard.snapshot import Snapshot
+from sloguard.web.webconfig import WebConfig
 
 NOW = 1_800_000_000.0
 SLOS = {"slos": [
@@ -63,13 +64,25 @@ def _page(**kw: Any) -> tuple[str, str, list[str]]:
 
 def test_every_slo_has_a_row_with_its_state_and_percentages() -> None:
     page, text, _ = _page()
-    assert "SLOs (1 BREACH, 1 OK, 1 no data)" in text
-    assert "BREACH SLO chat (probe, target gw)" in text and "OK SLO srv (server, target gw)" in text
-    assert "no data SLO new (probe, target gw)" in text
-    assert "goodput >= 95.0% 70.0% BREACH" in text and "0.95" not in text
+    assert "SLOs (3 no data)" in text  # no incident model yet: nothing is judged
+    assert "no data SLO chat (probe, target gw)" in text and "no data SLO srv (server, target gw)" in text
+    assert "goodput >= 95.0% 70.0% BREACH" in text and "0.95" not in text  # the per-window detail
     assert "p95 ttft <= 500ms 900ms BREACH 300ms OK 200ms OK" in text  # 5m, 1h and the SLO's own 1d window
-    assert "error budget remaining (1d): 50.0%" in text
     assert 'href="https://runbooks.example/chat?a=1&amp;b=2"' in page
+
+
+def test_the_first_screen_is_one_line_per_slo_from_the_incident_model() -> None:
+    story = Story()
+    story.run(600, healthy)
+    story.verdicts.verdict = {"cause": "capacity", "stage": "queue", "lever": "add replicas", "confidence": 0.9,
+                              "summary": "queue: 80% of the ttft increase → capacity: add replicas"}
+    story.run(300, slow)
+    page, text, _ = _page(slos=story.api())
+    board = page[page.index('<table class="board">'):page.index("</table>", page.index('<table class="board">'))]
+    assert board.count("<tr>") == 2  # header + one SLO, before any detail
+    assert 'class="sev page">PAGE · BREACH<' in board and "→ add replicas" in board
+    assert "SLOs (1 PAGE, 1 BREACH)" in text
+    assert "timeline:" in text and "page SloguardErrorBudgetBurn (latency) fired" in text
 
 
 def test_sources_alerts_probes_and_links() -> None:

@@ -10,8 +10,8 @@ import pytest
 from prometheus_client.core import GaugeMetricFamily
 
 from sloguard.config.load import ConfigError
-from sloguard.exporter.snapshot import Snapshot
-from sloguard.exporter.webconfig import load_web_config
+from sloguard.snapshot import Snapshot
+from sloguard.web.webconfig import load_web_config
 
 
 def _gauge(name: str, label: str, value: float) -> GaugeMetricFamily:

@@ -13,7 +13,7 @@ from sloguard.config.spec import GPUSpec
 from sloguard.gpu.dcgm import CROSSWALK, DCGM_TO_SLOGUARD, markdown
 from sloguard.gpu.nvml import NVMLSource
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+GPU_DOC = Path(__file__).resolve().parents[3] / "docs" / "gpu.md"
 ALL = {"SM_UTIL": 50.0, "SM_OCCUPANCY": 20.0, "ANY_TENSOR_UTIL": 40.0, "DRAM_BW_UTIL": 30.0, "FP16_UTIL": 1.0,
        "FP32_UTIL": 2.0, "FP64_UTIL": 3.0}
 
@@ -45,5 +45,5 @@ def test_dcgm_fields_are_unique_and_cover_the_profiling_fields() -> None:
     assert DCGM_TO_SLOGUARD["DCGM_FI_DEV_FB_USED"] == ("sloguard_gpu_memory_used_bytes", {}, 2.0**20)
 
 
-def test_readme_carries_the_generated_table() -> None:
-    assert markdown() in README.read_text(), "paste sloguard.gpu.dcgm.markdown() into README.md"
+def test_the_gpu_docs_carry_the_generated_table() -> None:
+    assert markdown() in GPU_DOC.read_text(), "paste sloguard.gpu.dcgm.markdown() into docs/gpu.md"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sloguard.probes.stream import Stamps, head_time
+from sloguard.probes.result import Stamps, head_time
 
 MS = 1_000_000
 

@@ -17,7 +17,7 @@ from aiohttp.client_proto import ResponseHandler
 
 from sloguard.probes.arrival import Arrivals, Slicer, StampedResponse, install
 from sloguard.probes.sse import split
-from sloguard.probes.stream import fetch, make_session
+from sloguard.probes.stream import READ_BUFSIZE, fetch, make_session
 
 EV = [b'data: {"choices":[{"delta":{"content":"%d"}}]}\n\n' % i for i in range(4)]
 CHUNKED = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -81,6 +81,25 @@ def test_each_read_stamped_at_feed_time_through_aiohttp_parser(head: bytes) -> N
     assert [t for t, _ in pieces] == [1000, 2000, 3000] and slicer.late == 0
     assert b"".join(p for _, p in pieces) == b"".join(EV)
     assert events_of(pieces) == [1000, 3000, 3000, 3000]  # split event: the read that completed it
+
+
+def test_bytes_aiohttp_held_back_keep_the_stamp_of_the_read_that_brought_them() -> None:
+    """A read of more tiny chunks than aiohttp buffers is parsed in parts, as the body is read: one stamp for all."""
+    async def scenario() -> tuple[Arrivals, bytes]:
+        proto = ResponseHandler(asyncio.get_running_loop())
+        proto.connection_made(FakeTransport())
+        proto.set_response_params(read_until_eof=True, auto_decompress=False, read_bufsize=READ_BUFSIZE)
+        log = install(proto, counter())
+        proto.data_received(CHUNKED + chunk(b":\n\n") * 2000 + b"0\r\n\r\n")  # one read: stamp 1000
+        _, payload = await proto.read()
+        body = b""
+        while not payload.at_eof():
+            body += await payload.readany()  # each read lets aiohttp parse more of what it held back
+        return log, body
+
+    log, body = asyncio.run(scenario())
+    assert body == b":\n\n" * 2000
+    assert len(log.marks) > 1 and {t for t, _ in log.marks} == {1000}  # parsed in parts, all stamped 1000
 
 
 def test_slicer_cuts_joined_reads_and_counts_unseen_bytes() -> None:

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from sloguard.model import ProbeResult
+from sloguard.outcome import outcome
 from sloguard.probes import PROBES
 from sloguard.probes.job import ProbeJob
 from sloguard.probes.openai import decode_chat
-from sloguard.probes.outcome import outcome
 from sloguard.probes.stream import Stamps, assemble, make_session
 from sloguard.probes.workload import Prompt
 from tests.support.engine_streams import read_request
@@ -111,3 +111,13 @@ def test_replayed_server_closing_after_each_response_back_to_back() -> None:
     assert [(r.ok, r.error) for r in results] == [(True, None)] * 4
     assert [(outcome(r), r.output_tokens) for r in results] == [("success", 6), ("empty", 1), ("success", 6),
                                                                 ("success", 2)]
+
+
+@pytest.mark.parametrize("name", ["vllm-0.32-role-empty-length.json", "vllm-0.32-finish-apart.json"])
+def test_vllm_shaped_stream_itl_is_exact(name: str) -> None:
+    """Issue 48: a role chunk, three empty-text tokens and a length finish read ITL 20 ms within 2 %, not -9 %."""
+    r, _ = pure(name)
+    assert (r.ok, r.output_tokens) == (True, 20)
+    assert r.itl_p50_s == pytest.approx(0.020, rel=0.02) and r.itl_max_s == pytest.approx(0.020, rel=0.02)
+    assert r.tpot_s == pytest.approx(0.020, rel=0.02)
+    assert sum(r.itl_counts) == 19

@@ -10,9 +10,9 @@ import pytest
 from aiohttp import web
 
 from sloguard.model import ProbeResult
+from sloguard.outcome import outcome
 from sloguard.probes import PROBES
 from sloguard.probes.job import ProbeJob
-from sloguard.probes.outcome import outcome
 from sloguard.probes.prefill import PREFILLED
 from sloguard.probes.stream import make_session
 from sloguard.probes.workload import Prompt

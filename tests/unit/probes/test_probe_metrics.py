@@ -11,10 +11,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
+from support.exposition import unknown_in_text
 
 from sloguard.model import ProbeResult
+from sloguard.outcome import outcome
 from sloguard.probes.metrics import ProbeMetrics
-from sloguard.probes.outcome import outcome
 from sloguard.probes.timing import ITL_BUCKETS, gap_stats
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -156,6 +157,7 @@ def test_promtool_check_metrics_clean() -> None:
     res = subprocess.run(["promtool", "check", "metrics"], input=render(m, 160.0), capture_output=True,
                          text=True, check=False)
     assert res.returncode == 0, res.stdout + res.stderr
+    assert unknown_in_text(render(m, 160.0)) == []  # `sloguard check` knows every name and label exported
 
 
 @pytest.mark.parametrize(("configured", "late", "kept"), [

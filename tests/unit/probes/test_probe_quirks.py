@@ -13,10 +13,10 @@ import statistics
 import pytest
 
 from sloguard.model import ProbeResult
+from sloguard.outcome import outcome
 from sloguard.probes import PROBES
 from sloguard.probes.job import ProbeJob
 from sloguard.probes.openai import decode_chat
-from sloguard.probes.outcome import outcome
 from sloguard.probes.stream import Stamps, assemble, make_session
 from sloguard.probes.workload import Prompt
 from tests.support.engine_streams import ReplayServer, Script, llamacpp_chat, stamped_reads, vllm_chat

@@ -8,7 +8,6 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -40,6 +39,23 @@ def test_stamp_converts_realtime_to_monotonic(age_ns: int, expect: str) -> None:
         assert before <= got <= after
     else:
         assert before - age_ns - 1_000_000 <= got <= after - age_ns
+
+
+@pytest.mark.parametrize(("reads", "offset"), [
+    # (perf_counter_ns before, time_ns, perf_counter_ns after) per try; the pair nearest in time wins
+    ([(1_000, 5_001_000, 1_200)], 5_000_000 - 100),  # tight at once: one try, midpoint 1 100
+    ([(1_000, 5_030_000, 31_000), (40_000, 5_040_100, 40_200)], 5_000_000),  # preempted 30 µs, then tight
+    ([(1_000, 5_030_000, 31_000), (40_000, 5_040_000, 48_000), (60_000, 5_079_000, 80_000)], 4_996_000),
+])
+def test_the_clock_offset_comes_from_the_tightest_read(monkeypatch: pytest.MonkeyPatch,
+                                                       reads: list[tuple[int, int, int]], offset: int) -> None:
+    mono = iter([x for before, _, after in reads for x in (before, after)])
+    real = iter([r for _, r, _ in reads])
+    monkeypatch.setattr(rxstamp.time, "perf_counter_ns", lambda: next(mono))
+    monkeypatch.setattr(rxstamp.time, "time_ns", lambda: next(real))
+    got, now = rxstamp.clock_offset()
+    assert got == offset and now == reads[-1][2]
+    assert next(real, None) is None  # no more tries than needed
 
 
 def test_no_stamp_without_the_timestamp_message() -> None:
@@ -81,27 +97,6 @@ def test_t0_moves_to_the_request_write(sent: int, head: int, t0: int) -> None:
     log.sent_ns = sent
     _to_written(stamps, log)
     assert stamps.t0_ns == t0
-
-
-@pytest.fixture
-def timestamping_on() -> Iterator[None]:
-    """Keep a socket with SO_TIMESTAMPNS open until the kernel stamps reads (Linux turns it on lazily)."""
-    lst = socket.create_server(("127.0.0.1", 0))
-    a = socket.create_connection(lst.getsockname())
-    b, _ = lst.accept()
-    a.setsockopt(socket.SOL_SOCKET, rxstamp.SO_TIMESTAMPNS or 35, 1)
-    a.settimeout(2)
-    try:
-        for _ in range(200):
-            b.sendall(b"x")
-            _, anc, _, _ = a.recvmsg(16, 64)
-            if anc:
-                break
-            time.sleep(0.01)
-        yield
-    finally:
-        for s in (a, b, lst):
-            s.close()
 
 
 def _server(lst: socket.socket, blocking: threading.Event, sent: list[int], woke: threading.Event) -> None:

@@ -8,7 +8,8 @@ import multiprocessing as mp
 import pytest
 
 from sloguard.probes.job import ProbeJob
-from sloguard.probes.worker import Outbox, _Runner
+from sloguard.probes.outbox import Outbox
+from sloguard.probes.worker import _Runner
 
 
 def job(name: str, interval: float = 100.0, **kw: object) -> ProbeJob:

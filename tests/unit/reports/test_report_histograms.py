@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from sloguard.probes.metrics import LATENCY_BUCKETS
+from sloguard.reports import prom
 from sloguard.reports.cells import overall
 from sloguard.reports.data import DataError, Histograms, Side
 from sloguard.reports.histstats import compare_histograms, interpolate
@@ -89,3 +90,30 @@ def test_prom_specs(spec: str, want: tuple[str, str, float, float]) -> None:
 def test_bad_prom_specs(spec: str) -> None:
     with pytest.raises(DataError):
         parse(spec)
+
+
+def _info(release: str, times: list[float]) -> dict[str, object]:
+    metric = {"__name__": "sloguard_release_info", "target": "sim", "engine": "vllm", "engine_version": "0.11",
+              "model": "m", "label_release": release, "instance": "h:1"}
+    return {"metric": metric, "values": [[t, "1"] for t in times]}
+
+
+@pytest.mark.parametrize(("rows", "want"), [
+    ([], {}),  # no identity exported in the range
+    ([_info("A", [100.0, 101.0])], {"release": "A"}),
+    # a failed scrape at the range's end (a staleness marker) does not hide it: the range's samples still hold it
+    ([_info("A", [100.0, 150.0]), _info("B", [151.0, 160.0])], {"release": "B"}),  # changed in the range: the last
+    ([_info("B", [151.0, 160.0]), _info("A", [100.0, 150.0])], {"release": "B"}),
+])
+def test_the_identity_is_the_newest_release_seen_in_the_range(monkeypatch: pytest.MonkeyPatch,
+                                                               rows: list[dict[str, object]],
+                                                               want: dict[str, str]) -> None:
+    asked: list[tuple[str, float]] = []
+
+    def query(url: str, promql: str, at: float) -> list[dict[str, object]]:
+        asked.append((promql, at))
+        return rows
+    monkeypatch.setattr(prom, "query", query)
+    got = prom.identity("http://p:9090", '{instance="h:1"}', "60s", 160.0)
+    assert asked == [('sloguard_release_info{instance="h:1"}[60s]', 160.0)] and got["labels"] == want
+    assert got.get("engine_version") == ("0.11" if want else None)

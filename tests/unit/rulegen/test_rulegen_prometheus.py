@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
-from sloguard.alerts.rules import BUILTIN_ALERTS, burn_plans, burn_rules
+from sloguard.alerts.rules import BUILTIN_ALERTS, burn_groups, burn_plans, burn_rules
 from sloguard.config.spec import Config
 from sloguard.gpu.alerts import GPU_ALERTS
+from sloguard.rulegen.alertmanager import AM_EXAMPLE
 from sloguard.rulegen.cli import main
 from sloguard.rulegen.prometheus import ALERTS, SLO_RULES, generate
 from sloguard.slo.model import slos_from_config
@@ -52,14 +53,20 @@ def test_recording_rules_come_before_the_alerts_that_read_them_in_one_group() ->
 def test_burn_alerts_are_the_live_engines_rows(window: str) -> None:
     cfg = config(window=window)
     got = alerting(generate(cfg)[SLO_RULES])
-    slo = slos_from_config(cfg)[0]  # the server SLO has no request counters: live engine only
-    live = burn_rules(slo)
+    slos = slos_from_config(cfg)  # the probe SLO and the server SLO: both have burn alerts in Prometheus too
+    live = [r for s in slos for r in burn_rules(s)]
+    assert {r["labels"]["slo"] for r in got} == {"a", "srv"}
     assert [r["labels"] for r in got] == [dict(r.labels) for r in live]
     assert [r["annotations"] for r in got] == [dict(r.annotations) for r in live]
-    for r, (ind, plan) in zip(got, burn_plans(slo), strict=True):
-        f = repr(plan.window.factor)
-        assert str(r["expr"]).count(f"> {f}") == 2 and f"{ind.objective!r}" in str(r["expr"])
-        assert str(r["expr"]).endswith(f">= {plan.min_bad}")
+    groups = [g for s in slos for g in burn_groups(s)]
+    for r, (_, _, rows) in zip(got, groups, strict=True):
+        clauses = str(r["expr"]).removeprefix("max by (slo, sli) (").split(" or label_replace(")
+        assert len(clauses) == len(rows)  # one clause per row, any of which fires the SLI's one alert
+        for clause, (ind, plan) in zip(clauses, rows, strict=True):
+            f = repr(plan.window.factor)
+            assert clause.count(f"> {f}") == 2 and f"{ind.objective!r}" in clause
+            guard = f">= {plan.min_bad}, \"row\"" if plan.min_bad is not None else "sqrt("
+            assert guard in clause
 
 
 def test_unscheduled_slo_uses_the_observed_count_clause() -> None:
@@ -99,7 +106,7 @@ def test_recording_rules_cover_every_burn_window() -> None:
 def test_cli_writes_files_and_rejects_bad_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     example = Path(__file__).resolve().parents[3] / "sloguard.example.yaml"
     assert main(["-c", str(example), "-o", str(tmp_path / "out")]) == 0
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([ALERTS, SLO_RULES])
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([ALERTS, SLO_RULES, AM_EXAMPLE])
     bad = tmp_path / "bad.yaml"
     bad.write_text("version: sloguard/v1\nalerts: [{name: X, expr: 'rate(m[5m]) > 1'}]\n")
     assert main(["-c", str(bad), "-o", str(tmp_path / "o2")]) == 2
@@ -132,3 +139,41 @@ def test_stale_probe_rules_follow_probe_intervals(tmp_path: Path, intervals: dic
         res = subprocess.run(["promtool", "check", "rules", str(tmp_path / "r.yaml")], capture_output=True,
                              text=True, timeout=60, check=False)
         assert res.returncode == 0, res.stdout + res.stderr
+
+
+def records(cfg: Config) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for r in rules(generate(cfg)[SLO_RULES]):
+        if "record" in r:
+            out.setdefault(r["record"], []).append(str(r["expr"]))
+    return out
+
+
+@pytest.mark.parametrize(("window", "tiled"), [("30d", True), ("28d", True), ("7d", True), ("1d", False)])
+def test_long_windows_sum_recorded_5m_counts(window: str, tiled: bool) -> None:
+    got = records(config(window=window))
+    [expr] = got[f"sloguard:slo_requests_by_good:increase{window}"]
+    assert ("sum_over_time(sloguard:slo_requests_by_good:increase5m[" in expr) is tiled
+    assert ("sloguard_slo_requests_total" in expr) is not tiled  # a long window never reads the raw series
+    if tiled:
+        assert expr.endswith("999ms:5m])") and "sloguard:slo_requests_by_good:increase5m" in got
+    assert got[f"sloguard:slo_requests:increase{window}"] == [
+        f"sum without (good) (sloguard:slo_requests_by_good:increase{window})"]
+
+
+def test_counts_take_each_engine_replica_once_and_add_probe_series() -> None:
+    [expr] = records(config())["sloguard:slo_requests_by_good:increase1h"]
+    fleet, own = expr.split(" or sum by ", 1)[0], expr.split(" or sum by ", 2)[-1]
+    assert "max by (slo, sli, metric, percentile, good, replica)" in fleet and 'replica!=""' in fleet
+    assert 'replica=""' in own and "max by" not in own
+    assert "offset 1h or min_over_time(" in expr and "resets(" in expr  # exact difference, increase() after a reset
+
+
+def test_every_budget_has_its_budget_left_record() -> None:
+    budgets = records(config())["sloguard:slo_error_budget_remaining:ratio"]
+    assert budgets == ['1 - sloguard:slo_error_ratio:rate30d{slo="a",metric="",percentile="",sli="availability"} '
+                       "/ (1 - 0.999)",
+                       '1 - sloguard:slo_error_ratio:rate30d{slo="a",metric="ttft",percentile="95",sli="latency"} '
+                       "/ (1 - 0.95)",
+                       '1 - sloguard:slo_error_ratio:rate28d{slo="srv",metric="queue",percentile="95",sli="latency"} '
+                       "/ (1 - 0.95)"]

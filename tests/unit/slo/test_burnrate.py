@@ -7,17 +7,8 @@ from fractions import Fraction
 
 import pytest
 
-from sloguard.slo.burnrate import (
-    FALSE_PER_30D,
-    MIN_BAD,
-    WORKBOOK,
-    binom_tail,
-    burn_windows,
-    min_bad,
-    observed_min_bad,
-    plan,
-    windows_for,
-)
+from sloguard.config.burnwindows import WORKBOOK, burn_windows, windows_for
+from sloguard.slo.burnrate import FALSE_PER_30D, MIN_BAD, binom_tail, min_bad, observed_min_bad, plan
 
 H, D = 3600.0, 86400.0
 

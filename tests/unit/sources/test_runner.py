@@ -9,7 +9,7 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily
 
 from sloguard.clock import FakeClock
-from sloguard.exporter.snapshot import Snapshot
+from sloguard.snapshot import Snapshot
 from sloguard.sources.base import Source, SourceAbsent, SourceError, SourceOutput
 from sloguard.sources.runner import SourceRunner, source_key
 

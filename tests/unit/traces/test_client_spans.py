@@ -10,12 +10,11 @@ import threading
 import pytest
 from support.otlp import Collector
 
-from sloguard.config.spec import SpanExportSpec
+from sloguard.config.traces import SpanExportSpec
 from sloguard.model import ProbeResult
-from sloguard.slo.model import SLO, Goodput, Objective
+from sloguard.slo.model import SLO, Goodput, Objective, missed_slo
 from sloguard.traces.client_spans import ClientSpans, attributes, sampled
 from sloguard.traces.ids import probe_span_id
-from sloguard.traces.service import missed_slo
 
 
 def result(ok: bool = True, **kw: object) -> ProbeResult:

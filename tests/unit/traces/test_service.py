@@ -8,6 +8,7 @@ import pytest
 
 from sloguard.config.load import ConfigError, parse_config
 from sloguard.model import ProbeResult
+from sloguard.traces.otlp import Decoded
 from sloguard.traces.service import RecordService
 from sloguard.traces.span import SpanData
 
@@ -30,14 +31,14 @@ def result(target: str, tid: str, **kw: object) -> ProbeResult:
 
 
 def test_modes_route_results_and_metrics_show_them() -> None:
-    svc = RecordService(config(a="otlp", b="inband", c="none"), ())
+    svc = RecordService(config(a="otlp", b="inband", c="none"), lambda r: False)
     out = svc.finalise([result("a", "aa" * 16), result("b", "bb" * 16, record="inband", server_ttft_s=0.04,
                                                          queue_s=0.001, prefill_s=0.039),
                         result("c", "cc" * 16, record="inband", server_ttft_s=0.04)], now=0.0)
     assert [(r.target, r.record) for r in out] == [("b", "inband"), ("c", "")]
     assert out[0].network_s == pytest.approx(0.01)
-    svc._on_spans(type("D", (), {"spans": [SpanData("aa" * 16, "01" * 8, "llm_request", 0, 1, attrs={
-        "gen_ai.latency.time_to_first_token": 0.045})], "irrelevant": 2, "malformed": 1})())  # type: ignore[arg-type]
+    svc._on_spans(Decoded([SpanData("aa" * 16, "01" * 8, "llm_request", 0, 1, attrs={
+        "gen_ai.latency.time_to_first_token": 0.045})], irrelevant=2, malformed=1))
     [a] = svc.finalise([], now=0.1)
     assert a.record == "otlp" and a.network_s == pytest.approx(0.005)
     text = "\n".join(str(s) for fam in svc.families() for s in fam.samples)
@@ -47,7 +48,7 @@ def test_modes_route_results_and_metrics_show_them() -> None:
 
 
 def test_held_results_come_back_after_the_hold() -> None:
-    svc = RecordService(config(a="otlp"), ())
+    svc = RecordService(config(a="otlp"), lambda r: False)
     assert svc.finalise([result("a", "aa" * 16)], now=0.0) == []
     [r] = svc.finalise([], now=2.0)
     assert r.record == "" and svc.joiner.records == {("a", "missing"): 1}

@@ -6,15 +6,9 @@ import math
 
 import pytest
 
+from sloguard.histogram import coarse_bucket_warning, count_le, delta, fraction_le, merge, quantile
 from sloguard.model import Histogram
-from sloguard.windows.histo import (
-    HistogramWindow,
-    coarse_bucket_warning,
-    delta,
-    fraction_le,
-    merge,
-    quantile,
-)
+from sloguard.windows.histo import HistogramWindow
 
 INF = math.inf
 
@@ -69,6 +63,28 @@ def test_fraction_le(threshold: float, expected: tuple[float, bool]) -> None:
     got = fraction_le(BASE, threshold)
     assert got is not None
     assert got[0] == pytest.approx(expected[0]) and got[1] == expected[1]
+
+
+@pytest.mark.parametrize(
+    ("h", "threshold", "expected"),
+    [
+        (BASE, 0.5, (30.0, True)),  # a bucket edge: an integer, exactly
+        (BASE, 0.3, (20.0, False)),  # 10 + 20 x (0.2 / 0.4): interpolated
+        (H((0.1, 1.0), (INF, 3.0)), 0.1, (1.0, True)),
+        (Histogram(((0.1, 1.0), (INF, 2.0)), 4.0, 0.0), 0.1, (2.0, True)),  # on count's scale where +Inf disagrees
+    ],
+)
+def test_count_le_is_on_the_count_scale(h: Histogram, threshold: float, expected: tuple[float, bool]) -> None:
+    assert count_le(h, threshold) == expected
+
+
+def test_count_le_subtracts_like_the_delta() -> None:
+    """Linear in the buckets: counts of two cumulative histograms subtract to the count of their delta."""
+    old, new = H((0.1, 3.0), (0.5, 7.0), (INF, 9.0)), H((0.1, 10.0), (0.5, 31.0), (INF, 40.0))
+    for threshold in (0.1, 0.3, 0.5, 2.0):
+        a, b, d = count_le(old, threshold), count_le(new, threshold), count_le(delta(old, new), threshold)
+        assert a is not None and b is not None and d is not None
+        assert b[0] - a[0] == pytest.approx(d[0], abs=1e-12)
 
 
 def test_fraction_le_empty_is_none() -> None:
@@ -182,3 +198,16 @@ def test_window_thins_old_points_but_keeps_totals() -> None:
     assert day.count == pytest.approx(86400 / 15 - 1, rel=0.04)
     recent = w.over(60, now)
     assert recent is not None and recent.count == 4.0
+
+
+def test_total_counts_from_the_first_point_through_restarts_and_thinning() -> None:
+    w = HistogramWindow(max_age=86400)
+    assert w.total() is None
+    for i in range(8000):  # as above: 33 h of 15 s scrapes from a replica that had served 500, one restart
+        w.add(i * 15.0, cum(500.0 + i if i < 4000 else i - 4000.0))
+    now = 7999 * 15.0
+    total = w.total()
+    assert total is not None and total.count == 3999 + 3999  # steps before the restart + the count after it
+    a, b = w.over(3600, now), w.over(7200, now)
+    assert a is not None and b is not None
+    assert total.count > b.count > a.count  # what a window counts is a difference of totals

@@ -9,9 +9,10 @@ import subprocess
 import pytest
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
+from support.exposition import unknown_in_text
 
+from sloguard.histogram import quantile
 from sloguard.model import Histogram, ModelView, ServerView
-from sloguard.windows.histo import quantile
 from sloguard.windows.server import ServerWindows
 
 INF = math.inf
@@ -93,12 +94,13 @@ def render(sw: ServerWindows, now: float) -> str:
 def test_families_values_and_empty_windows() -> None:
     sw = fed([(0, 100, 0), (15, 200, 1500), (30, 300, 3000)])
     text = render(sw, 30)
-    assert 'sloguard_server_ttft_seconds{model="m",quantile="0.5",target="chat",window="1m"}' in text
-    assert 'sloguard_server_generation_tokens_per_second{model="m",target="chat",window="1m"} 100.0' in text
-    assert 'sloguard_server_prefix_cache_hit_ratio{model="m",target="chat",window="5m"} 0.25' in text
-    assert 'sloguard_server_requests_finished_per_second{model="m",reason="stop",target="chat",window="1m"}' in text
-    assert 'sloguard_server_requests_running{model="m",target="chat"} 3.0' in text
-    assert "sloguard_server_restarts_total{target=\"chat\"} 0.0" in text
+    assert 'sloguard_server_ttft_seconds{model="m",quantile="0.5",replica="",target="chat",window="1m"}' in text
+    assert 'sloguard_server_generation_tokens_per_second{model="m",replica="",target="chat",window="1m"} 100.0' in text
+    assert 'sloguard_server_prefix_cache_hit_ratio{model="m",replica="",target="chat",window="5m"} 0.25' in text
+    assert ('sloguard_server_requests_finished_per_second{model="m",reason="stop",replica="",target="chat",'
+            'window="1m"}') in text
+    assert 'sloguard_server_requests_running{model="m",replica="",target="chat"} 3.0' in text
+    assert "sloguard_server_restarts_total{replica=\"\",target=\"chat\"} 0.0" in text
     later = render(sw, 1000)  # no scrape in either window: nothing but the restart counter
     assert "sloguard_server_ttft_seconds" not in later
     assert "sloguard_server_requests_running" not in later
@@ -113,6 +115,7 @@ def test_families_pass_promtool() -> None:
     out = subprocess.run(["promtool", "check", "metrics"], input=render(sw, 30), capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout.strip() == "" and out.stderr.strip() == ""
+    assert unknown_in_text(render(sw, 30)) == []  # `sloguard check` knows every name and label exported
 
 
 def test_reconfigure_forgets_removed_targets_and_adopts_the_new_horizon() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -48,11 +50,11 @@ def test_failed_requests_keep_what_they_reached() -> None:
     view = pw.view(300.0, 10.0)
     assert (view.total, view.ok, view.good) == (3, 2, 1)
     (ttft,) = view.censored_quantiles("ttft", (1.0,)) or ()
-    assert (ttft.value, ttft.censored, ttft.censored_count) == (50.0, False, 0)
+    assert (ttft.value, ttft.upper, ttft.censored_count) == (50.0, 50.0, 0)
     (e2e,) = view.censored_quantiles("e2e", (1.0,)) or ()
-    assert (e2e.value, e2e.censored, e2e.censored_count, e2e.count) == (60.0, True, 1, 3)
+    assert (e2e.value, e2e.upper, e2e.censored_count, e2e.count) == (60.0, math.inf, 1, 3)
     (tpot,) = view.censored_quantiles("tpot", (0.5,)) or ()  # only the failed one was decoding: > 0 s
-    assert (tpot.value, tpot.censored, tpot.count) == (0.0, True, 1)
+    assert (tpot.value, tpot.upper, tpot.count) == (0.0, math.inf, 1)
     assert pw.view(300.0, 2.5).quantiles("tpot", (0.5,)) is None  # undefined everywhere -> no data
 
 
@@ -61,15 +63,15 @@ def _failed(ts: float, elapsed: float, ttft: float | None = None, tpot: float | 
                        ttft_s=ttft, e2e_s=ttft, tpot_s=tpot, connect_s=0.001, elapsed_s=elapsed)
 
 
-# (ok TTFTs, failed requests as (elapsed, ttft reached), q) -> (value, censored, censored count)
+# (ok TTFTs, failed requests as (elapsed, ttft reached), q) -> (value, upper, censored count)
 @pytest.mark.parametrize(("ttfts", "failed", "q", "want"), [
-    ([0.1] * 99, [(1.9, None)], 0.95, (0.1, False, 1)),  # 1 censored above the p95 ranks: exact
-    ([0.1] * 28, [(1.9, None)] * 12, 0.95, (1.9, True, 12)),  # 12 of 40 timed out before the first token
-    ([0.1] * 28, [(1.9, None)] * 12, 0.5, (0.1, False, 12)),  # the median is still among measured values
-    ([0.1] * 20, [(1.9, None)] * 20, 0.5, (pytest.approx(1.0), True, 20)),  # interpolates into a censored rank
-    ([0.1] * 28, [(1.9, 1.5)] * 12, 0.95, (1.5, False, 0)),  # timed out after the first token: measured
-    ([], [(1.9, None)] * 3, 0.5, (1.9, True, 3)),
-    ([2.5] * 10, [(1.9, None)], 1.0, (2.5, True, 1)),  # bound below measured values still censors the max
+    ([0.1] * 99, [(1.9, None)], 0.95, (0.1, 0.1, 1)),  # 1 censored above the p95 ranks: exact
+    ([0.1] * 28, [(1.9, None)] * 12, 0.95, (1.9, math.inf, 12)),  # 12 of 40 timed out before the first token
+    ([0.1] * 28, [(1.9, None)] * 12, 0.5, (0.1, 0.1, 12)),  # the median is still among measured values
+    ([0.1] * 20, [(1.9, None)] * 20, 0.5, (pytest.approx(1.0), math.inf, 20)),  # interpolates into a cut rank
+    ([0.1] * 28, [(1.9, 1.5)] * 12, 0.95, (1.5, 1.5, 0)),  # timed out after the first token: measured
+    ([], [(1.9, None)] * 3, 0.5, (1.9, math.inf, 3)),
+    ([2.5] * 10, [(1.9, None)], 1.0, (2.5, math.inf, 1)),  # bound below measured values still opens the max
 ])
 def test_censored_quantiles(ttfts: list[float], failed: list[tuple[float, float | None]], q: float,
                             want: tuple[float, bool, int]) -> None:
@@ -79,11 +81,11 @@ def test_censored_quantiles(ttfts: list[float], failed: list[tuple[float, float 
     for j, (el, ttft) in enumerate(failed):
         pw.add(_failed(1000.0 + j, el, ttft), good=False)
     (got,) = pw.view(3600.0, 2000.0).censored_quantiles("ttft", (q,)) or ()
-    assert (got.value, got.censored, got.censored_count) == want
+    assert (got.value, got.upper, got.censored_count) == want
     assert got.count == len(ttfts) + len(failed)
 
 
-# Which metrics a failed request is censored in (README "Exact definitions").
+# Which metrics a failed request is censored in (docs/definitions.md).
 @pytest.mark.parametrize(("result", "censored", "undefined"), [
     (_failed(1.0, 2.0), {"ttft", "ttfot", "e2e"}, {"tpot", "itl", "decode"}),  # no token: per-token undefined
     (_failed(1.0, 2.0, ttft=0.5), {"ttfot", "e2e", "tpot", "itl", "decode"}, set()),
@@ -98,7 +100,7 @@ def test_censoring_per_metric(result: ProbeResult, censored: set[str], undefined
         if metric in undefined:
             assert got is None, metric
         else:
-            assert got is not None and got[0].censored == (metric in censored), metric
+            assert got is not None and (got[0].upper == math.inf) == (metric in censored), metric
     (decode,) = view.censored_quantiles("decode", (0.5,)) or (None,)
     if decode is not None:
         assert decode.value == pytest.approx(1.5)  # elapsed 2.0 - ttft 0.5: decoding ran at least 1.5 s
@@ -113,7 +115,7 @@ def test_sketched_windows_report_censoring() -> None:
     view = pw.view(86400.0, 31_000.0)
     assert not view.exact
     p50, p95 = view.censored_quantiles("ttft", (0.5, 0.95)) or ()
-    assert not p50.censored and p95.censored and p95.censored_count == 400
+    assert p50.exact and p95.upper == math.inf and p95.censored_count == 400
     assert abs(p95.value - 5.0) <= RELATIVE_ACCURACY * 5.0
 
 

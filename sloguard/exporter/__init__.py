@@ -1,0 +1,1 @@
+"""The exporter: /metrics from the snapshot, the landing page and APIs, self metrics, the metrics reference."""

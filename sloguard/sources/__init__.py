@@ -1,0 +1,1 @@
+"""Sources on their own schedules: engine /metrics scrapes (engine maps as data), host processes, the runner."""

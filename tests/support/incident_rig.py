@@ -1,0 +1,370 @@
+"""The incident acceptance rig: a daemon, one simulator per fault, the Slack double, a real Prometheus with the
+generated rules and a real Alertmanager with the generated example config, all on loopback.
+
+`Rig.run()` learns baselines, injects every fault at once (one per simulator), waits until each faulty SLO pages
+and has its verdict, captures every surface from one evaluation, cures, waits for every resolve, captures again.
+The tests in tests/incidents/ assert on what it recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from support.procs import (
+    ROOT,
+    Proc,
+    _spawn,
+    free_port,
+    http_get,
+    http_post,
+    metric_value,
+    simulator,
+    start_daemon,
+    wait_until,
+)
+from support.slack_double import TOKEN_ENV, SlackDouble
+
+EVAL_S, GROUP_WAIT_S = 2.0, 5.0  # 7 SLOs a rig: a 1 s cadence took 1.5 s an evaluation on a loaded runner
+BURN = "SloguardErrorBudgetBurn"
+# The objectives are set from what this machine measures while every simulator is healthy: FLOOR_S or MARGIN ×
+# the pooled healthy p95 after a warm-up, whichever is larger. A loaded runner slows a healthy simulator for real;
+# an objective below what it measures would make "healthy" a breach (the truth) and test the runner, not sloguard.
+FLOOR_S = {"ttft": 0.25, "tpot": 0.06}
+MARGIN = 2.5
+CONTROL, CONTROL_GOODPUT = "healthy", 0.95
+WARMUP_S, CALIBRATE_S = 15.0, 35.0  # first connections and the engines' warm-up are not the healthy level
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One simulator's fault: its payload (None: healthy), the SLI that must page, the cause it must get."""
+
+    name: str
+    payload: dict[str, Any] | None
+    sli: str | None
+    cause: str | None  # a diagnosis cause; "failures" = the where/why names failures by kind; None = any
+    sim_args: tuple[str, ...] = ()  # the simulator's own flags (e.g. a time scale)
+
+
+@dataclass
+class Record:
+    """What happened to one SLO."""
+
+    fault: Fault
+    injected: float = 0.0
+    paged: float | None = None
+    verdict: float | None = None
+    verdict_text: str = ""
+    alerts_fired: set[tuple[str, str]] = field(default_factory=set)  # (sli, severity)
+    causes_seen: dict[str, float] = field(default_factory=dict)  # every cause the why named, when first
+
+
+def _names(fault: Fault, why: dict[str, Any]) -> bool:
+    """Whether the incident's why names what the fault should get: its cause, or its failures by kind."""
+    if fault.cause == "failures":
+        return str(why.get("text", "")).startswith("failures over ")
+    if why.get("kind") != "verdict" or why.get("cause") in ("unknown", "none", "", None):
+        return False
+    return fault.cause is None or why.get("cause") == fault.cause
+
+
+def _config(port: int, state: Path, sims: dict[str, Proc], tmp: Path, slack_api: str,
+            limits: dict[str, dict[str, float]] | None = None) -> str:
+    targets, probes, slos = [], [], []
+    for name, sim in sims.items():
+        ttft, tpot = (f"{round((limits or {}).get(name, FLOOR_S)[m] * 1000)}ms" for m in ("ttft", "tpot"))
+        # The control leaves room for 3 slow requests in 60: neighbours' faults slow it for real on 2 cores
+        goodput = CONTROL_GOODPUT if name == CONTROL else 0.99
+        targets.append(f"""  - name: {name}
+    engine: vllm
+    metrics_url: {sim.url}/metrics
+    api_url: {sim.url}
+    model: sim-llama-3-8b
+    scrape_interval: 2s
+    scrape_timeout: 1500ms
+    dcgm_url: {sim.url}/dcgm/metrics""")
+        probes += [f"  - {{name: {name}-{i}, target: {name}, api: chat, interval: 2s, timeout: 1900ms, max_tokens: 24, "
+                   f"prompts: [{{tokens: 128}}]}}" for i in range(2)]  # 1 request/s per target
+        slos.append(f"""  - name: {name}
+    target: {name}
+    objectives:
+      - {{metric: ttft, percentile: 95, threshold: {ttft}}}
+      - {{metric: tpot, percentile: 95, threshold: {tpot}}}
+    goodput: {{ttft: {ttft}, tpot: {tpot}, target: {goodput}}}
+    error_rate: {{target: 0.99}}
+    error_budget_window: 1h""")
+    procs = ", ".join(f"{{name: {n}, target: {n}, pid_file: {tmp / f'{n}.pid'}}}" for n in sims)
+    return f"""\
+version: sloguard/v1
+listen: "127.0.0.1:{port}"
+state_dir: "{state}"
+evaluation_interval: {EVAL_S:g}s
+builtin_alerts: false
+targets:
+{chr(10).join(targets)}
+probes:
+{chr(10).join(probes)}
+slos:
+{chr(10).join(slos)}
+host: {{interval: 2s, processes: [{procs}]}}
+diagnose: {{window: 20s, baseline: 10m, restart_hold: 60s}}
+notifiers:
+  - {{name: oncall, type: slack, token_env: {TOKEN_ENV}, channel: '#oncall', api_url: '{slack_api}',
+     group_wait: {GROUP_WAIT_S:g}s}}
+"""
+
+
+def _alertmanager(tmp: Path, rules_dir: Path, hook: str) -> Proc:
+    cfg = yaml.safe_load((rules_dir / "alertmanager.example.yml").read_text())
+    for r in cfg["receivers"]:  # the example's grouping and inhibition as generated; receivers to the double
+        r["webhook_configs"] = [{"url": f"{hook}/{r['name']}", "send_resolved": True}]
+    path = tmp / "am.yml"
+    path.write_text(yaml.safe_dump(cfg))
+    binary = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
+    assert binary, "Alertmanager not installed: run scripts/setup.sh"
+    port = free_port()
+    proc = _spawn([binary, f"--config.file={path}", f"--storage.path={tmp / 'am-data'}",
+                   f"--web.listen-address=127.0.0.1:{port}", f"--cluster.listen-address=127.0.0.1:{free_port()}"],
+                  tmp / "am.log", port)
+    wait_until(lambda: http_get(f"{proc.url}/-/ready")[0] == 200, 30, "Alertmanager")
+    return proc
+
+
+def _prometheus(tmp: Path, daemon_port: int, rules_dir: Path, am: Proc) -> Proc:
+    port = free_port()
+    cfg = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+           "rule_files": [str(p) for p in sorted(rules_dir.glob("*.yaml"))],
+           "alerting": {"alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{am.port}"]}]}]},
+           "scrape_configs": [{"job_name": "sloguard", "static_configs": [{"targets": [f"127.0.0.1:{daemon_port}"]}]}]}
+    path = tmp / "prometheus.yml"
+    path.write_text(yaml.safe_dump(cfg))
+    binary = shutil.which("prometheus")
+    assert binary, "prometheus not installed: run scripts/setup.sh"
+    proc = _spawn([binary, f"--config.file={path}", f"--storage.tsdb.path={tmp / 'tsdb'}",
+                   f"--web.listen-address=127.0.0.1:{port}"], tmp / "prometheus.log", port)
+    wait_until(lambda: http_get(f"{proc.url}/-/ready")[0] == 200, 30, "Prometheus")
+    return proc
+
+
+def _p95(values: list[float]) -> float:
+    assert len(values) >= 25, f"only {len(values)} healthy probe results to calibrate on"
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+
+
+def _json(url: str) -> Any:
+    status, body = http_get(url, timeout=30)
+    assert status == 200, f"{url}: {status}"
+    return json.loads(body)
+
+
+class Rig:
+    """Start everything for a set of faults; `run()` plays the incident; the attributes hold what it saw."""
+
+    def __init__(self, tmp: Path, faults: tuple[Fault, ...]) -> None:
+        self.tmp, self.faults = tmp, {f.name: f for f in faults}
+        self.records = {f.name: Record(f) for f in faults}
+        self.stack = ExitStack()
+        self.during: dict[str, Any] = {}
+        self._prom_seen: list[dict[str, Any]] = []
+        self.after: dict[str, Any] = {}
+
+    def __enter__(self) -> Rig:
+        self.slack = self.stack.enter_context(SlackDouble())
+        extra = ("--enable-per-request-metrics",)
+        self.sims = {n: self.stack.enter_context(simulator(self.tmp, seed=i + 3, extra=extra + f.sim_args))
+                     for i, (n, f) in enumerate(self.faults.items())}
+        for n, sim in self.sims.items():
+            (self.tmp / f"{n}.pid").write_text(str(sim.popen.pid))
+        self.port = free_port()
+        os.environ[TOKEN_ENV] = self.slack.token
+        self.daemon = start_daemon(self.tmp, self._text())
+        self.stack.callback(self.daemon.stop)
+        return self
+
+    def _text(self, limits: dict[str, dict[str, float]] | None = None) -> str:
+        return _config(self.port, self.tmp / "state", self.sims, self.tmp, self.slack.api_url, limits)
+
+    def calibrate(self) -> dict[str, dict[str, float]]:
+        """Measure every healthy simulator for CALIBRATE_S, set the objectives from it (SIGHUP), then start the real
+        Prometheus (the rules generated from the final config) and Alertmanager."""
+        since = time.time() + WARMUP_S
+        time.sleep(WARMUP_S + CALIBRATE_S)
+        rows = [r for r in _json(f"{self.daemon.url}/debug/probes?limit=500&ok=true") if r["ts"] >= since]
+        self.limits = {n: {m: max(FLOOR_S[m], MARGIN * _p95([r[f"{m}_s"] for r in rows if r["target"] == n
+                                                             and r.get(f"{m}_s") is not None])) for m in FLOOR_S}
+                       for n in self.sims}  # each SLO from its own simulator, as a service's SLO is
+        before = self._reloaded()
+        cfg = self.tmp / "sloguard.yaml"
+        cfg.write_text(self._text(self.limits))
+        self.daemon.popen.send_signal(signal.SIGHUP)
+        wait_until(lambda: self._reloaded() > before, 30, "the calibrated config reloaded")
+        rules = self.tmp / "rules"
+        out = subprocess.run([sys.executable, "-m", "sloguard", "rules", "-c", str(cfg), "-o", str(rules)], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        self.am = _alertmanager(self.tmp, rules, f"http://127.0.0.1:{self.slack.port}/generic/am")
+        self.stack.callback(self.am.stop)
+        self.prom = _prometheus(self.tmp, self.port, rules, self.am)
+        self.stack.callback(self.prom.stop)
+        return self.limits
+
+    def _reloaded(self) -> float:
+        text = http_get(f"{self.daemon.url}/metrics", timeout=10)[1].decode()
+        return metric_value(text, "sloguard_config_last_reload_success_timestamp_seconds") or 0.0
+
+    def __exit__(self, *exc: object) -> None:
+        self.stack.close()
+
+    # --- reading the surfaces ---------------------------------------------------------------------------------
+    def slos(self) -> dict[str, Any]:
+        return {s["name"]: s for s in _json(f"{self.daemon.url}/api/v1/slos")["slos"]}
+
+    def alerts(self) -> list[dict[str, Any]]:
+        return [a for a in _json(f"{self.daemon.url}/debug/alerts")["active"]]
+
+    def capture(self) -> dict[str, Any]:
+        """Return every surface, with each SLO's views the API served while they were read (`seen`).
+
+        A loaded runner can take longer than one evaluation to start `sloguard status`, so the surfaces are not
+        asked to come from one evaluation: each must show one of the evaluations the API served meanwhile, and the
+        CLI's JSON the very view of its own `evaluated_at`.
+        """
+        status_cmd = [sys.executable, "-m", "sloguard", "status", "--url", self.daemon.url]
+        seen: dict[str, dict[float, dict[str, Any]]] = {}
+        done = threading.Event()
+
+        def poll() -> None:
+            while True:
+                for s in _json(f"{self.daemon.url}/api/v1/slos")["slos"]:
+                    seen.setdefault(s["name"], {})[s["evaluated_at"]] = s["incident"]
+                if done.wait(0.2):
+                    return
+
+        poller = threading.Thread(target=poll, daemon=True)
+        poller.start()
+        try:
+            procs = [subprocess.Popen([*status_cmd, *extra], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+                     for extra in (["--json"], [])]
+            page = http_get(f"{self.daemon.url}/", timeout=30)[1].decode()
+            metrics = http_get(f"{self.daemon.url}/metrics", timeout=30)[1].decode()
+            cli_out, terminal = (p.communicate(timeout=60)[0] for p in procs)
+        finally:
+            done.set()
+            poller.join(timeout=30)
+        assert procs[0].returncode in (0, 1), cli_out
+        last = _json(f"{self.daemon.url}/api/v1/slos")
+        for s in last["slos"]:
+            seen.setdefault(s["name"], {})[s["evaluated_at"]] = s["incident"]
+        return {"api": last, "seen": seen, "page": page, "metrics": metrics, "cli": json.loads(cli_out),
+                "terminal": terminal, "alerts": self.alerts(),
+                "prom": _json(f"{self.prom.url}/api/v1/alerts")["data"]["alerts"], "slack": self.slack.posted(),
+                "am": self._am_notes(), "at": time.time()}
+
+    def _am_notes(self) -> list[dict[str, Any]]:
+        return [c for c in self.slack.calls if c.get("method") == "generic" and c.get("ok")]
+
+    # --- the incident -----------------------------------------------------------------------------------------
+    def wait_learned(self, timeout: float = 300.0) -> None:
+        def learned() -> bool:
+            views = [s.get("incident") or {} for s in self.slos().values()]
+            return bool(views) and all(v.get("why", {}).get("kind") not in ("learning", "off", None) for v in views)
+        wait_until(learned, timeout, "every SLO's baselines learned", step=1.0)
+
+    def inject(self) -> None:
+        for name, f in self.faults.items():
+            if f.payload:
+                payload = dict(f.payload)
+                if "network_delay_s" in payload:  # a delay the calibrated TTFT objective can see
+                    payload["network_delay_s"] = max(payload["network_delay_s"], 1.5 * self.limits[name]["ttft"])
+                assert http_post(f"{self.sims[name].url}/sim/faults", payload)[0] == 200
+                self.records[name].injected = time.time()
+
+    def cure(self) -> None:
+        for name, f in self.faults.items():
+            if f.payload:
+                assert http_post(f"{self.sims[name].url}/sim/faults", method="DELETE")[0] == 200
+
+    def prom_pages(self) -> list[dict[str, Any]]:
+        """Return every firing page Prometheus showed while the faults ran (polled with the daemon's alerts)."""
+        return self._prom_seen
+
+    def _observe(self) -> None:
+        self._prom_seen += [a for a in _json(f"{self.prom.url}/api/v1/alerts")["data"]["alerts"]
+                            if a["state"] == "firing" and a["labels"].get("severity") == "page"]
+        slos = self.slos()
+        for a in self.alerts():
+            labels = dict(a["labels"])
+            rec = self.records.get(labels.get("slo", ""))
+            if rec is not None and a["state"] == "firing" and labels.get("alertname") == BURN:
+                rec.alerts_fired.add((labels["sli"], labels["severity"]))
+                if labels["severity"] == "page" and rec.paged is None:
+                    rec.paged = float(a.get("fired_at") or time.time())
+        for name, rec in self.records.items():
+            why = (slos[name].get("incident") or {}).get("why") or {}
+            if why.get("kind") == "verdict" and why.get("cause") not in ("unknown", "none", "", None):
+                rec.causes_seen.setdefault(str(why["cause"]), time.time())
+            if rec.injected and rec.verdict is None and _names(rec.fault, why):
+                rec.verdict, rec.verdict_text = time.time(), str(why.get("text"))
+
+    def _settled(self) -> bool:
+        """Every fault paged on its own SLI (any, where it names none) and got its verdict: the other SLI may page
+        first (failed requests are bad for goodput too), so the watch goes on until the expected page fired."""
+        return all(r.paged is not None and r.verdict is not None
+                   and (r.fault.sli is None or (r.fault.sli, "page") in r.alerts_fired)
+                   for r in self.records.values() if r.fault.payload)
+
+    def run(self, patience: float = 180.0, until: Callable[[], bool] | None = None) -> None:
+        """Calibrate, learn, inject, wait for pages and verdicts, capture; cure, wait for resolves, capture."""
+        self.calibrate()
+        self.wait_learned()
+        self.before = self.capture()
+        self.inject()
+        deadline = time.time() + patience
+        while time.time() < deadline and not self._settled():
+            self._observe()
+            time.sleep(1.0)
+        self._observe()
+        wait_until(lambda: all(r.paged is None or self._slack_paged(n) for n, r in self.records.items()),
+                   GROUP_WAIT_S + 30, "every page in Slack", step=0.5)
+        self.during = self.capture()
+        self.cure()
+        # Pages resolve within their short window (1 min) of the cure; tickets (short windows up to 10 min at a 1 h
+        # budget) are left to run out: the checks read pages only after the cure.
+        try:
+            wait_until(lambda: not self._pages_left(), 300, "every paging burn alert resolved, in Slack too", step=1.0)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {self._pages_left()}") from None
+        wait_until(lambda: not [a for a in _json(f"{self.prom.url}/api/v1/alerts")["data"]["alerts"]
+                                if a["labels"].get("alertname") == BURN and a["labels"].get("severity") == "page"
+                                and a["state"] == "firing"], 120, "Prometheus's pages resolved", step=1.0)
+        self.after = self.capture()
+
+    def _pages_left(self) -> list[str]:
+        """Return the burn pages still firing in the daemon, and the paged SLOs whose resolve Slack lacks."""
+        labels = [dict(a["labels"]) for a in self.alerts()]
+        firing = [f"{la.get('slo')}/{la.get('sli')} firing" for la in labels
+                  if la.get("alertname") == BURN and la.get("severity") == "page"]
+        return firing + [f"{n}: no RESOLVED in Slack" for n, r in self.records.items()
+                         if r.paged is not None and not self._slack_resolved(n)]
+
+    def _slack_paged(self, slo: str) -> bool:
+        return any(str(m.get("text", "")).startswith(f"PAGE: SLO {slo} ") for m in self.slack.posted())
+
+    def _slack_resolved(self, slo: str) -> bool:
+        return any(str(m.get("text", "")).startswith(f"RESOLVED: SLO {slo} ")
+                   for m in self.slack.calls if m.get("ok") and m.get("method") in ("chat.update", "chat.postMessage"))
