@@ -20,6 +20,8 @@ cause without changing the count. Goals (issue 12): right cause ≥ 90% of fault
 of healthy runs, verdict within two evaluation intervals after the objective breaches. --trace FILE writes
 every poll's verdict, evidence and signals (with baselines) per lane, to see why a verdict came late.
 
+Per source (issue 48): the real engines' recorded incidents are the judge, the simulator secondary:
+     .venv/bin/python benchmarks/diagnosis.py --recorded   (llama.cpp and vLLM recordings, replayed in seconds)
 Run: .venv/bin/python benchmarks/diagnosis.py [--seeds 5] [--healthy 10] [--seed-base 100] [--profile P]
      (the daemon's default timing: five rounds of nine lanes, ~89 min on 2 cores; --profile compressed, the
      defaults' time compressed 15x with 4 lanes a round, ~56 min; tune on the default seeds, validate on new
@@ -101,6 +103,7 @@ from sloguard.bench.judge import wilson
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
+RECORDED = ROOT / "tests" / "fixtures" / "incidents"
 
 
 @dataclass(frozen=True)
@@ -587,7 +590,15 @@ def main() -> int:
     ap.add_argument("--cost", action="store_true", help="only measure the diagnosis step's own cost")
     ap.add_argument("--pool", nargs="+", metavar="TRACE", help="only print the goals pooled over earlier --trace files "
                     "(e.g. one per seed base)")
+    ap.add_argument("--recorded", nargs="?", const=str(RECORDED), metavar="DIR", help="only the real engines: replay "
+                    "the recorded incidents (default tests/fixtures/incidents) and print accuracy per source, in "
+                    "seconds (benchmarks/diagnosis_recorded.py); the simulator's figures need the real-time run")
     args = ap.parse_args()
+    if args.recorded:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        import diagnosis_recorded
+
+        return int(diagnosis_recorded.report(Path(args.recorded)))
     if args.pool:
         pool(args.pool)
         return 0

@@ -74,6 +74,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sloguard.bench.judge import wilson
+from sloguard.config.burnwindows import STANDARD_WINDOWS
 from sloguard.config.spec import Config, DiagnoseSpec, ProbeSpec, TargetSpec
 from sloguard.diagnose.arrivals import ProbeLoad
 from sloguard.diagnose.engine import apply
@@ -86,7 +87,6 @@ from sloguard.diagnose.signals import engine_signals, record_engine
 from sloguard.model import Histogram, ModelView, ServerView
 from sloguard.sim.metrics import TOKEN_BUCKETS
 from sloguard.sim.virtual import VirtualServer
-from sloguard.slo.burnrate import STANDARD_WINDOWS
 from sloguard.windows.server import ServerWindows
 
 KV_BLOCKS = 160  # benchmarks/diagnosis.py's KV shrink: of the profile's 4,096, one 2,048-token prompt fills 0.8

@@ -1,38 +1,37 @@
-"""Hostile streaming targets vs healthy probes: isolation options, hard timeouts, and the daemon under a flood.
+"""Flooding targets beside healthy ones in the daemon's probe process: healthy failures, TTFT error added, CPU.
 
-Part 1 (probe process, `--seconds` per row): 4 healthy streams (tests/support/hostile_streams.py `healthy`:
-16 events 20 ms apart carrying the server's send stamp) run in one probe process beside a `flood` stream
-(tiny events as fast as the socket goes; one request every 2 s, timeout 1.5 s), one row per design:
-- "no flood": the reference;
-- "old design": no parse slices, 256 KiB socket reads, no event cap (what the issue measured);
-- "slices, 256 KiB reads" / "slices, 16 KiB reads": sliced parsing that yields to the loop, no event cap;
-- "shipped": slices, 16 KiB reads and the default max_events (4 x 64 + 64): the flood ends as event_flood;
-- "flood in own process": the multi-process option (flood in a second probe process, old design there).
-Figures: healthy TTFT / ITL stamp error (client arrival - server send) p50 / p99 / max; how each flood
-request ended and by how much a timed-out one overran its deadline; the probe loop's own p99 wait and
-longest stall as reported by sloguard.probes.lag.BusyMeter.
+Servers (tests/support/hostile_streams.py, two processes): healthy targets answer `brisk` (16 events 10 ms apart
+after 20 ms, ~180 ms); flooding targets answer `pings-N`: tiny SSE comments (`:`), each in its own HTTP chunk, N a
+second (default 100,000, ~10 % of a core to parse; 5x: 500,000, about what one probe loop parses), the flood the
+event cap does not count (a flood of tiny data events ends at the cap, 320 events for a default probe). The
+probes run in the daemon's own probe process (sloguard.probes.worker.ProbeWorker: its scheduler, helper and all):
+each healthy probe every 500 ms with a 400 ms timeout, each flood probe (default settings: 64 tokens) every 2 s
+with a 1.5 s timeout.
+Per row: healthy requests; healthy failures, and how many of them the server itself answered after the request's
+deadline (its own record of its last write, GET /served, against the request's start + 400 ms, both wall clock);
+healthy TTFT stamp error (the probe's arrival stamp of the first event - the server's send stamp, perf_counter_ns,
+one clock for every process on Linux) p99, and what the floods added to it
+against a run without them just before (same healthy count, same machine state); how the flood requests ended; the
+probe processes' CPU; the probe loop's longest stall (its own report).
 
-Part 2 (`--minutes`, 0 to skip): the real daemon probing `healthy` and `flood` every 1 s; daemon RSS every
-5 s, worst `GET /metrics` and `GET /debug/probes?limit=500` (each polled every 1 s), healthy probe outcomes.
+Part 1 (designs): 4 healthy + 4 floods at 5x: as shipped, and without each of its parts.
+Part 2 (the grid): 1, 4, 16 healthy x 1, 4 floods x default, 5x rate x quiet, loaded machine ("loaded": one CPU
+burner per core beside each row, tests/support/cpu_burner.py), as shipped.
+Part 3 (`--minutes`): the real daemon probing a healthy and a flood target every 1 s: RSS, worst GETs, outcomes.
 
-Run: .venv/bin/python benchmarks/hostile_streams.py [--seconds 10] [--minutes 10] [--part 1|2|both] [--baseline]
-(`--baseline`: Part 2 without the flood target, the same daemon's worst GETs on this host without a flood)
+Run: .venv/bin/python benchmarks/hostile_streams.py [--seconds 10] [--part 1|2|3|all] [--minutes 2]   (~12 min)
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import functools
-import gc
 import json
-import multiprocessing as mp
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -41,206 +40,199 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from benchmarks.probe_timing import Recording  # noqa: E402
-from tests.support.procs import free_port, http_get, start_daemon, wait_until  # noqa: E402
+from benchmarks.hostile_daemon import daemon_flood  # noqa: E402
+from sloguard.outcome import outcome  # noqa: E402
+from sloguard.probes.job import ProbeJob, default_max_events  # noqa: E402
+from sloguard.probes.worker import ProbeWorker  # noqa: E402
+from tests.support import hostile_streams  # noqa: E402
+from tests.support.cpu_burner import burning  # noqa: E402
+from tests.support.procs import http_get  # noqa: E402
 
-HEALTHY_STREAMS = 4
-FLOOD_TIMEOUT_S = 1.5
-FLOOD_INTERVAL_S = 2.0
-ROWS: dict[str, dict[str, Any]] = {
-    "no flood": {"flood": None},
-    "old design": {"flood": "here", "slice": False, "read": 256 * 1024, "cap": 10**9},
-    "slices, 256 KiB reads": {"flood": "here", "slice": True, "read": 256 * 1024, "cap": 10**9},
-    "slices, 16 KiB reads": {"flood": "here", "slice": True, "read": 16 * 1024, "cap": 10**9},
-    "shipped": {"flood": "here", "slice": True, "read": 16 * 1024, "cap": None},
-    "flood in own process": {"flood": "other", "slice": False, "read": 256 * 1024, "cap": 10**9},
+RATE = 100_000  # flood pings a second at the default rate
+TIMEOUT_S, INTERVAL_S = 0.4, 0.5  # healthy probes
+FLOOD_TIMEOUT_S, FLOOD_INTERVAL_S = 1.5, 2.0
+SHIPPED = {"budget": True, "arrival": True, "helper": True}
+DESIGNS: dict[str, dict[str, bool]] = {  # budget: CPU budget; arrival: deadline judged on arrival; helper: quarantine
+    "shipped: arrival deadline + CPU budget + helper process": SHIPPED,
+    "arrival deadline + CPU budget, no helper": {**SHIPPED, "helper": False},
+    "arrival deadline only": {"budget": False, "arrival": True, "helper": False},
+    "main: timer deadline, slices + event cap": {"budget": False, "arrival": False, "helper": False},
+    "main, floods in a process of their own": {"budget": False, "arrival": False, "helper": False, "apart": True},
 }
 
 
-def _configure(slice_: bool, read: int) -> None:
-    from sloguard.probes import arrival, events
-    arrival.READ_SIZE = read
-    events.SLICE_NS = events.SLICE_NS if slice_ else 1 << 62
+def configure(design: dict[str, bool]) -> None:
+    """Switch this probe process to `design` (the helper process, if any, runs as shipped)."""
+    from sloguard.probes import deadline, quarantine, stream, worker
+    if not design["budget"]:
+        setattr(stream, "CpuBudget", lambda: None)  # noqa: B010 (Events and fetch without a budget)
+    if not design["arrival"]:
+        class TimerDeadline(deadline.Deadline):  # asyncio.timeout(): the timer's verdict, whatever arrived
+            def _judge(self) -> bool:
+                return False
+
+            def missed(self, end_ns: int) -> bool:
+                return False
+        setattr(stream, "Deadline", TimerDeadline)  # noqa: B010
+    if not design["helper"]:
+        class Here(quarantine.Quarantine):  # every target stays in this process
+            def observe(self, r: Any) -> bool:
+                return False
+        setattr(worker, "Quarantine", Here)  # noqa: B010
 
 
-def _decode(sent: list[int], data: str) -> Any:
-    from sloguard.probes.openai import decode_chat
-    obj = json.loads(data)
-    if "t" in obj:
-        sent.append(obj["t"])
-    return decode_chat(data)
+def bench_main(design: dict[str, bool], *args: Any) -> None:
+    """Entry point of a benchmark probe process: the design's switches, then sloguard.probes.worker.main."""
+    from sloguard.probes import worker
+    configure(design)
+    worker.main(*args)
 
 
-async def _healthy(session: Any, url: str, end: float, delay: float, out: dict[str, list[float]]) -> None:
-    from sloguard.probes.events import Events
-    from sloguard.probes.stream import fetch
-    await asyncio.sleep(delay)
-    while time.monotonic() < end:
-        sent: list[int] = []
-        events = Events(functools.partial(_decode, sent))
-        events.tally = tally = Recording()
-        f = await fetch(session, url, {"stream": True}, {}, 10.0, events.feed)
-        if f.error is not None:
-            out["errors"].append(1.0)
-            continue
-        recv = [t for t, c in tally.seen if c.content]
-        for i, (r, t) in enumerate(zip(recv, sent, strict=True)):
-            out["ttft" if i == 0 else "itl"].append((r - t) * 1e-6)
+class BenchWorker(ProbeWorker):
+    """The daemon's ProbeWorker, its process started through `bench_main`."""
+
+    def __init__(self, jobs: Sequence[ProbeJob], design: dict[str, bool]) -> None:
+        super().__init__(jobs)
+        self.design = design
+
+    def start(self) -> None:
+        self._proc = self._ctx.Process(
+            target=bench_main, args=(self.design, self._jobs, self._cmd_child, self._results_child, os.getpid()),
+            name="sloguard-probe", daemon=True)
+        self._proc.start()
+
+    def cpu_s(self) -> float:
+        procs = [psutil.Process(self._proc.pid), *psutil.Process(self._proc.pid).children(recursive=True)]
+        return sum(t.user + t.system for t in (p.cpu_times() for p in procs))
 
 
-async def _flood(session: Any, base: str, end: float, cap: int | None, out: dict[str, Any]) -> None:
-    from sloguard.probes import PROBES
-    from sloguard.probes.job import ProbeJob, default_max_events
-    from sloguard.probes.outcome import outcome
-    from sloguard.probes.workload import Prompt
-    job = ProbeJob(name="flood", target="f", api="chat", url=f"{base}/flood", model="m", timeout=FLOOD_TIMEOUT_S,
-                   max_events=cap or default_max_events(64))
-    due = time.monotonic()
-    while time.monotonic() < end:  # as the daemon schedules it: every FLOOD_INTERVAL_S, never overlapping
-        start = time.monotonic()
-        r = await PROBES["chat"](session, job, Prompt("x", 8, "short"))
-        out["outcomes"][outcome(r)] += 1
-        if outcome(r) == "timeout":
-            out["overrun"].append(time.monotonic() - start - FLOOD_TIMEOUT_S)
-        due = max(due + FLOOD_INTERVAL_S, time.monotonic())
-        await asyncio.sleep(due - time.monotonic())
+def jobs_for(cell: dict[str, Any]) -> tuple[list[ProbeJob], list[ProbeJob]]:
+    healthy = [ProbeJob(name=f"h{i}", target=f"h{i}", api="chat", url=f"{cell['base']}/brisk", model="m",
+                        max_tokens=16, timeout=TIMEOUT_S, interval=INTERVAL_S) for i in range(cell["healthy"])]
+    floods = [ProbeJob(name=f"f{i}", target=f"f{i}", api="chat", url=f"{cell['flood_base']}/pings-{cell['rate']}",
+                       model="m", timeout=FLOOD_TIMEOUT_S, interval=FLOOD_INTERVAL_S, max_events=default_max_events(64))
+              for i in range(cell["floods"])]
+    return healthy, floods
 
 
-async def _run(base: str, seconds: float, row: dict[str, Any], healthy: bool) -> dict[str, Any]:
-    from sloguard.probes.lag import BusyMeter
-    from sloguard.probes.stream import make_session
-    meter = BusyMeter()
-    meter.install(asyncio.get_running_loop())
-    out: dict[str, Any] = {"ttft": [], "itl": [], "errors": [], "outcomes": Counter(), "overrun": []}
-    end = time.monotonic() + seconds
-    async with make_session() as session:
-        tasks = [_healthy(session, f"{base}/healthy/v1/chat/completions", end, i / HEALTHY_STREAMS, out)
-                 for i in range(HEALTHY_STREAMS if healthy else 0)]
-        if row.get("flood") == "here" or not healthy:
-            tasks.append(_flood(session, base, end, row.get("cap"), out))
-        await asyncio.gather(*tasks)
-    out["wait_p99"], out["stall_max"] = meter.report()
-    return out
+def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
+    """Run one row's probes for `seconds` after the first healthy result; return what they measured."""
+    healthy, floods = jobs_for(cell)
+    design = cell["design"]
+    workers = [BenchWorker(healthy, design), BenchWorker(floods, design)] if design.get("apart") and floods \
+        else [BenchWorker(healthy + floods, design)]
+    for w in workers:
+        w.start()
+    results, stall = [], 0.0
+    try:
+        while not any(r.target.startswith("h") for w in workers for r in w.drain()):
+            time.sleep(0.1)
+        cpu0, end = sum(w.cpu_s() for w in workers), time.monotonic() + cell["seconds"]
+        while time.monotonic() < end:
+            time.sleep(0.5)
+            results += [r for w in workers for r in w.drain()]
+            stall = max(stall, workers[0].stall_seconds)
+        cpu = (sum(w.cpu_s() for w in workers) - cpu0) / cell["seconds"]
+    finally:
+        for w in workers:
+            w.stop()
+    return summarize(cell["base"], results, cpu, stall)
 
 
-def probe_process(base: str, seconds: float, row: dict[str, Any], healthy: bool, conn: Any) -> None:
-    """Entry point of a spawned probe process (GC frozen, as sloguard.probes.worker.main)."""
-    gc.freeze()
-    _configure(row.get("slice", True), row.get("read", 16 * 1024))
-    conn.send(asyncio.run(_run(base, seconds, row, healthy)))
+def summarize(base: str, results: list[Any], cpu: float, stall: float) -> dict[str, Any]:
+    """Join the healthy results with the server's record of each answer (by trace id)."""
+    served: dict[str, list[int]] = json.loads(http_get(f"{base}/served", timeout=30)[1])
+    healthy = [r for r in results if r.target.startswith("h")]
+    failed = [r for r in healthy if not r.ok]
+    late = sum(served.get(r.trace_id, [0, 1 << 62])[1] > (r.ts + TIMEOUT_S) * 1e9 for r in failed)  # wall clock
+    ttft = [(r.t0_ns + r.ttft_s * 1e9 - served[r.trace_id][0]) * 1e-6
+            for r in healthy if r.ok and r.ttft_s is not None and r.trace_id in served]
+    return {"healthy": len(healthy), "failed": len(failed), "late": late, "ttft": ttft, "cpu": cpu, "stall": stall,
+            "errors": Counter(str(r.error).split(" after")[0] for r in failed),
+            "floods": Counter(outcome(r) for r in results if r.target.startswith("f"))}
 
 
-def run_row(base: str, seconds: float, row: dict[str, Any]) -> dict[str, Any]:
-    ctx = mp.get_context("spawn")
-    procs = []
-    for healthy in (True, False) if row.get("flood") == "other" else (True,):
-        recv, send = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=probe_process, args=(base, seconds, row, healthy, send))
-        p.start()
-        procs.append((p, recv))
-    results = [recv.recv() for _, recv in procs]
-    for p, _ in procs:
-        p.join()
-    if len(results) == 2:
-        results[0]["outcomes"], results[0]["overrun"] = results[1]["outcomes"], results[1]["overrun"]
-    return results[0]
+def _p99(values: list[float]) -> float | None:
+    return float(np.percentile(values, 99)) if values else None
 
 
-def _q(values: list[float], q: float) -> str:
-    return f"{np.percentile(values, q):.3f}" if values else "-"
+HEAD = ("healthy requests", "healthy failures (server late)", "failed as", "TTFT err p99 (ms)", "p99 added (ms)",
+        "flood requests ended as", "probe CPU (of a core)", "loop stall max (ms)")
 
 
-def isolation(base: str, seconds: float) -> None:
-    print(f"\nPart 1: {HEALTHY_STREAMS} healthy streams + 1 flood stream in one probe process, {seconds:g} s per row; "
-          "stamp error = client arrival - server send (ms)")
-    head = ("design", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "ITL max", "healthy errors", "flood outcomes",
-            "timeout overrun max (ms)", "loop p99 wait (ms)", "loop stall max (ms)")
-    print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
-    for name, row in ROWS.items():
-        r = run_row(base, seconds, row)
-        itl = r["itl"]
-        cells = (name, _q(r["ttft"], 50), _q(r["ttft"], 99), _q(itl, 50), _q(itl, 99),
-                 f"{max(itl):.3f}" if itl else "-", str(len(r["errors"])),
-                 ", ".join(f"{k} {v}" for k, v in sorted(r["outcomes"].items())) or "-",
-                 f"{max(r['overrun']) * 1e3:.1f}" if r["overrun"] else "-",
-                 f"{r['wait_p99'] * 1e3:.3f}", f"{r['stall_max'] * 1e3:.1f}")
-        print("| " + " | ".join(cells) + " |", flush=True)
+def row(label: tuple[str, ...], r: dict[str, Any], base_p99: float | None) -> str:
+    p99 = _p99(r["ttft"])
+    added = f"{p99 - base_p99:+.3f}" if p99 is not None and base_p99 is not None else "-"
+    cells = (*label, str(r["healthy"]), f"{r['failed']} ({r['late']})",
+             ", ".join(f"{k} {v}" for k, v in sorted(r["errors"].items())) or "-",
+             f"{p99:.3f}" if p99 is not None else "-", added,
+             ", ".join(f"{k} {v}" for k, v in sorted(r["floods"].items())) or "-",
+             f"{r['cpu']:.0%}", f"{r['stall'] * 1e3:.1f}")
+    return "| " + " | ".join(cells) + " |"
 
 
-def _config(port: int, base: str, state: Path, flood: bool = True) -> str:
-    flood_probe = "  - {name: flood, target: flood, interval: 1s, timeout: 900ms, max_tokens: 64}\n" if flood else ""
-    return f"""version: sloguard/v1
-listen: "127.0.0.1:{port}"
-state_dir: "{state}"
-evaluation_interval: 1s
-targets:
-  - {{name: healthy, engine: openai, api_url: "{base}/healthy", model: m}}
-  - {{name: flood, engine: openai, api_url: "{base}/flood", model: m}}
-probes:
-  - {{name: healthy, target: healthy, interval: 1s, timeout: 900ms, max_tokens: 16}}
-{flood_probe}"""
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def _get_ms(url: str) -> float:
-    start = time.perf_counter()
-    status, _ = http_get(url, timeout=60)
-    assert status == 200, (url, status)
-    return (time.perf_counter() - start) * 1e3
+def table(bases: tuple[str, str], seconds: float, rows: Sequence[tuple[tuple[str, ...], dict[str, Any]]]) -> None:
+    """Run each row after a no-flood run of the same healthy count and machine state; print the table rows."""
+    base_p99: dict[tuple[int, bool], float | None] = {}
+    for label, cell in rows:
+        cell = {"base": bases[0], "flood_base": bases[1], "seconds": seconds, **cell}
+        with burning(seconds=10 * seconds + 60) if cell.get("loaded") else nullcontext():
+            key = (cell["healthy"], bool(cell.get("loaded")))
+            if key not in base_p99:
+                r = run_cell({**cell, "floods": 0, "design": SHIPPED})
+                base_p99[key] = _p99(r["ttft"])
+                print(row((*label[:-2], "0", "-"), r, None), flush=True)
+            r = run_cell(cell)
+        print(row(label, r, base_p99[key]), flush=True)
 
 
-def daemon_flood(base: str, minutes: float, flood: bool = True) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        proc = start_daemon(Path(tmp), _config(port, base, Path(tmp) / "state", flood))
-        first = b'outcome="event_flood"' if flood else b'outcome="success"'
-        try:
-            ps = psutil.Process(proc.popen.pid)
-            wait_until(lambda: first in http_get(f"{proc.url}/metrics")[1], 60, "a first result")
-            rss0 = ps.memory_info().rss
-            rss, metrics_ms, debug_ms = [rss0], [], []
-            end = time.monotonic() + minutes * 60
-            while time.monotonic() < end:
-                metrics_ms.append(_get_ms(f"{proc.url}/metrics"))
-                debug_ms.append(_get_ms(f"{proc.url}/debug/probes?limit=500"))
-                if len(metrics_ms) % 5 == 0:
-                    rss.append(ps.memory_info().rss)
-                time.sleep(max(0.0, 1.0 - (metrics_ms[-1] + debug_ms[-1]) / 1e3))
-            text = http_get(f"{proc.url}/metrics")[1].decode()
-        finally:
-            proc.stop()
-    counts = [line for line in text.splitlines() if line.startswith("sloguard_probe_requests_total")]
-    mib = 1 / (1 << 20)
-    print(f"\nPart 2: daemon probing healthy{' + flood' if flood else ' only (baseline)'} every 1 s "
-          f"for {minutes:g} min")
-    print(f"RSS after the first result {rss0 * mib:.1f} MiB, peak {max(rss) * mib:.1f} MiB, "
-          f"end {rss[-1] * mib:.1f} MiB: growth {(rss[-1] - rss0) * mib:+.1f} MiB "
-          f"(peak {(max(rss) - rss0) * mib:+.1f})")
-    print(f"GET /metrics: median {np.median(metrics_ms):.1f} ms, worst {max(metrics_ms):.1f} ms "
-          f"({len(metrics_ms)} GETs); GET /debug/probes?limit=500: median {np.median(debug_ms):.1f} ms, "
-          f"worst {max(debug_ms):.1f} ms")
-    print("\n".join(counts))
+def designs(bases: tuple[str, str], seconds: float) -> None:
+    print(f"\nPart 1: designs; 4 healthy probes + 4 floods at 5x ({5 * RATE} pings/s each), quiet machine, "
+          f"{seconds:g} s per row; load average {load()}")
+    print("| design | floods | rate | " + " | ".join(HEAD) + " |\n|" + "---|" * (len(HEAD) + 3))
+    table(bases, seconds, [((name, "4", "5x"), {"healthy": 4, "floods": 4, "rate": 5 * RATE, "design": d})
+                           for name, d in DESIGNS.items()])
+    print(f"load average {load()} at the end")
+
+
+def grid(bases: tuple[str, str], seconds: float) -> None:
+    for loaded in (False, True):
+        state = f"loaded ({os.cpu_count()} CPU burners)" if loaded else "quiet"
+        print(f"\nPart 2: {state} machine, as shipped, {seconds:g} s per row; load average {load()} at the start")
+        print("| healthy | floods | rate | " + " | ".join(HEAD) + " |\n|" + "---|" * (len(HEAD) + 3))
+        table(bases, seconds, [((str(h), str(f), f"{m}x"),
+                                {"healthy": h, "floods": f, "rate": m * RATE, "design": SHIPPED, "loaded": loaded})
+                               for h in (1, 4, 16) for f in (1, 4) for m in (1, 5)])
+        print(f"load average {load()} at the end")
+
+
+@contextmanager
+def servers() -> Iterator[tuple[str, str]]:
+    """Start the healthy and the flood server, each in its own process; yield their base URLs."""
+    with hostile_streams.running() as healthy, hostile_streams.running() as flood:
+        yield healthy, flood
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seconds", type=float, default=10.0, help="Part 1 measurement time per row")
-    ap.add_argument("--minutes", type=float, default=10.0, help="Part 2 duration (0: skip)")
-    ap.add_argument("--part", choices=("1", "2", "both"), default="both")
-    ap.add_argument("--baseline", action="store_true", help="Part 2 without the flood target, for comparison")
+    ap.add_argument("--seconds", type=float, default=10.0, help="measurement time per row")
+    ap.add_argument("--part", choices=("1", "2", "3", "all"), default="all")
+    ap.add_argument("--minutes", type=float, default=2.0, help="Part 3 duration")
+    ap.add_argument("--baseline", action="store_true", help="Part 3 without the flood target, for comparison")
     args = ap.parse_args()
-    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "support" / "hostile_streams.py")],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert server.stdout is not None
-    base = f"http://127.0.0.1:{int(server.stdout.readline())}"
-    print(f"host: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
-    try:
-        if args.part in ("1", "both"):
-            isolation(base, args.seconds)
-        if args.part in ("2", "both") and args.minutes > 0:
-            daemon_flood(base, args.minutes, flood=not args.baseline)
-    finally:
-        server.terminate()
-    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at end")
+    print(f"host: {os.cpu_count()} CPUs, load average {load()} at start")
+    with servers() as bases:
+        if args.part in ("1", "all"):
+            designs(bases, args.seconds)
+        if args.part in ("2", "all"):
+            grid(bases, args.seconds)
+        if args.part in ("3", "all"):
+            daemon_flood(bases[1], args.minutes, flood=not args.baseline)
+    print(f"load average {load()} at end")
 
 
 if __name__ == "__main__":

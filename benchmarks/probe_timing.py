@@ -35,10 +35,11 @@ import numpy as np
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
+from sloguard.probes.chunk import Chunk
 from sloguard.probes.events import Events
 from sloguard.probes.sse import split
 from sloguard.probes.stream import fetch, make_session
-from sloguard.probes.timing import Chunk, Tally
+from sloguard.probes.timing import Tally
 
 TOKENS = 16  # events per stream
 ITL_S = 0.020  # server gap between events

@@ -35,7 +35,6 @@ import aiohttp
 import numpy as np
 import psutil
 
-from sloguard.exporter.webconfig import WebConfig
 from sloguard.model import ProbeResult
 from sloguard.probes import PROBES, ProbeJob
 from sloguard.probes.stream import make_session
@@ -44,6 +43,7 @@ from sloguard.traces.join import Joiner
 from sloguard.traces.otlp import Decoded, decode
 from sloguard.traces.receiver import Receiver
 from sloguard.traces.span import SpanData
+from sloguard.web.webconfig import WebConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 DELAY_S = 0.020

@@ -30,9 +30,10 @@ import numpy as np
 from sloguard.alerts import engine
 from sloguard.alerts.rules import burn_rules
 from sloguard.clock import FakeClock
+from sloguard.config.burnwindows import REFERENCE_PERIOD, WORKBOOK
 from sloguard.config.units import format_duration, parse_duration
 from sloguard.model import ProbeResult, Sample
-from sloguard.slo.burnrate import REFERENCE_PERIOD, WORKBOOK, plan
+from sloguard.slo.burnrate import plan
 from sloguard.slo.engine import SLOEngine
 from sloguard.slo.model import SLO
 

@@ -56,6 +56,9 @@ command -v unzip >/dev/null || need+=(unzip)
 command -v npm >/dev/null || need+=(npm)
 # Headless Chromium opens the exporter's landing page in tests/e2e/test_landing_chromium.py (fonts to draw text).
 command -v chromium >/dev/null || need+=(chromium fonts-dejavu-core)
+# tests/e2e/test_image.py: scripts/build-image.sh builds the image (mmdebstrap, buildah, eatmydata), podman runs
+# it through runc (crun, podman's default, cannot start containers on hybrid cgroup v1/v2 hosts).
+for tool in mmdebstrap buildah podman runc eatmydata; do command -v "$tool" >/dev/null || need+=("$tool"); done
 if [ ${#need[@]} -gt 0 ]; then
   apt_install $(printf '%s\n' "${need[@]}" | sort -u)
 fi
@@ -102,6 +105,13 @@ if [ ! -x .tools/validators/node_modules/.bin/ts-json-schema-generator ] \
   mkdir -p .tools/validators
   (cd .tools/validators && npm install -s --no-audit --no-fund ts-json-schema-generator@2.4.0 \
      @kubernetes-models/prometheus-operator@6.0.0 >/dev/null)
+fi
+# The OpenTelemetry JS SDK's OTLP/HTTP exporter: a real OTLP JSON sender for the receiver's tests.
+if [ ! -d .tools/otel-js/node_modules/@opentelemetry/exporter-trace-otlp-http ]; then
+  log "installing the OpenTelemetry JS exporter"
+  mkdir -p .tools/otel-js
+  (cd .tools/otel-js && npm install -s --no-audit --no-fund @opentelemetry/exporter-trace-otlp-http@0.223.1 \
+     @opentelemetry/sdk-trace-base@2.12.1 @opentelemetry/api@1.9.1 >/dev/null)
 fi
 # llama.cpp's llama-server, built from source (CPU only) for the real-engine e2e tests; cached, so only the
 # first run on a machine pays the build (~8 min on 2 cores).
