@@ -93,6 +93,10 @@ def _server(stage: str) -> Query:
 
 SLO_OVERVIEW = Dashboard("sloguard-slo-overview", "sloguard / SLO overview",
     "Objectives against actuals, goodput, error budget and burn rates per SLO, and what is firing.", (
+    Panel("SLO state", "stat", (Query(f"sloguard_slo_state{{{SEL_SLO}}} == 1",
+          "{{slo}}: {{state}} ({{severity}})"),), "none", width=24, height=3, options={"textMode": "name"},
+          description="Each SLO's state over its breach window and the severity its firing alerts give it: the "
+          "same value the status page, `sloguard status` and notifications show (the incident model)."),
     Panel("Goodput ratio", "stat", (Query(f"sloguard_slo_goodput_ratio{{{SEL_SLO_W},prompt_bucket=\"\"}}",
           "{{slo}}"),), "percentunit", width=6, height=5,
           description="Share of requests over $window that succeeded and met every goodput threshold."),
@@ -189,7 +193,7 @@ LATENCY = Dashboard("sloguard-latency-breakdown", "sloguard / Latency breakdown"
     Panel("Verdict history", "state-timeline", (Query(
           f"sloguard_bottleneck_info{{{SEL_SLO}}} == 1", "{{slo}}: {{stage}} / {{cause}}"),), "none", width=24,
           description="The bottleneck verdict per SLO over time: stage (network, queue, prefill, decode) and cause "
-          "(README 'Diagnosis'); none/none while no objective is breached, unknown when the evidence names no cause.",
+          "(docs/diagnosis.md); none/none while no objective is breached, unknown when the evidence names no cause.",
           options={"mergeValues": True, "showValue": "never", "rowHeight": 0.8}),
     Panel("Stage excess over its own baseline (p95)", "timeseries", (Query(
           f"sloguard_stage_excess_seconds{{{SEL_SLO}}}", "{{slo}} {{stage}}"),), width=16,

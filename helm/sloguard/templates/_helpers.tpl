@@ -74,6 +74,93 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/* The image: there is no public one, so image.repository must be set (build it from the Dockerfile). */}}
 {{- define "sloguard.image" -}}
-{{- $repo := required "image.repository is required: no public sloguard image exists. Build it from the repository's Dockerfile (docker build -t REGISTRY/sloguard:TAG .), push it, then set --set image.repository=REGISTRY/sloguard (docs/deploy.md, Helm)" .Values.image.repository -}}
+{{- $repo := required "image.repository is required: no public sloguard image exists. Build it (scripts/build-image.sh --tag REGISTRY/sloguard:TAG, or docker build -t REGISTRY/sloguard:TAG .), push it, then set --set image.repository=REGISTRY/sloguard (docs/kubernetes.md)" .Values.image.repository -}}
 {{- printf "%s:%s" $repo (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end }}
+
+{{/* "true" for a Deployment of more than one replica (HA). */}}
+{{- define "sloguard.ha" -}}
+{{- if and (eq .Values.mode "deployment") (gt (int .Values.replicaCount) 1) }}true{{ end }}
+{{- end }}
+
+{{/* "true" when sloguard talks to the Kubernetes API (discovery, leader election): only then a token. */}}
+{{- define "sloguard.apiAccess" -}}
+{{- if or .Values.rbac.discovery.enabled .Values.rbac.leaderElection.enabled }}true{{ else }}false{{ end }}
+{{- end }}
+
+{{/* The namespaces discovery reads: rbac.discovery.namespaces, or the release's own. */}}
+{{- define "sloguard.discoveryNamespaces" -}}
+{{- .Values.rbac.discovery.namespaces | default (list .Release.Namespace) | toJson }}
+{{- end }}
+
+{{/* The pod's node, name and namespace (downward API): discovery's `node: ${NODE_NAME}` in DaemonSet mode. */}}
+{{- define "sloguard.downwardEnv" -}}
+- name: NODE_NAME
+  valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
+- name: POD_NAME
+  valueFrom: {fieldRef: {fieldPath: metadata.name}}
+- name: POD_NAMESPACE
+  valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
+{{- end }}
+
+{{/* Labels of the `sloguard check` pods: not the daemon's selector labels, so no Service, monitor or PodDisruptionBudget selects them. */}}
+{{- define "sloguard.checkLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ printf "%s-check" (include "sloguard.name" .) | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* The pod spec of a `sloguard check` run (config-check hook, helm test): dict root, config (ConfigMap name), secrets (mount them), args. */}}
+{{- define "sloguard.checkPodSpec" -}}
+{{- $v := .root.Values -}}
+serviceAccountName: {{ include "sloguard.serviceAccountName" .root }}
+automountServiceAccountToken: false
+enableServiceLinks: false
+securityContext:
+  {{- toYaml $v.podSecurityContext | nindent 2 }}
+{{- with $v.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+containers:
+  - name: check
+    image: {{ include "sloguard.image" .root | quote }}
+    imagePullPolicy: {{ $v.image.pullPolicy }}
+    args: {{ toJson .args }}
+    securityContext:
+      {{- toYaml $v.securityContext | nindent 6 }}
+    resources:
+      requests: {cpu: 50m, memory: 64Mi}
+      limits: {memory: 256Mi}
+    volumeMounts:
+      - {name: config, mountPath: /etc/sloguard/sloguard.yaml, subPath: sloguard.yaml, readOnly: true}
+      # check reports whether state_dir is writable: a scratch one, as the daemon's volume would be.
+      - {name: state, mountPath: /var/lib/sloguard}
+      - {name: tmp, mountPath: /tmp}
+      {{- if and .secrets (include "sloguard.hasSecret" .root) }}
+      - {name: secrets, mountPath: /etc/sloguard/secrets, readOnly: true}
+      {{- end }}
+volumes:
+  - name: config
+    configMap: {name: {{ .config }}}
+  - name: state
+    emptyDir: {sizeLimit: 16Mi}
+  - name: tmp
+    emptyDir: {sizeLimit: 64Mi}
+  {{- if and .secrets (include "sloguard.hasSecret" .root) }}
+  - name: secrets
+    secret:
+      secretName: {{ include "sloguard.secretName" .root }}
+      defaultMode: 0440
+  {{- end }}
 {{- end }}
