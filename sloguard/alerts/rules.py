@@ -17,8 +17,8 @@ from sloguard.guardrails.alerts import check_rules, guardrail_rules, stage_rules
 from sloguard.slo.burnrate import FALSE_PER_30D, BurnRule, plan
 from sloguard.slo.model import SLO, Indicator, indicators, slos_from_config
 
-__all__ = ["BUILTIN_ALERTS", "BURN_ALERT", "ExprError", "Rule", "burn_groups", "burn_key", "burn_rules", "parse_expr",
-           "render", "rules_from_config"]
+__all__ = ["BUILTIN_ALERTS", "BURN_ALERT", "ExprError", "Rule", "burn_groups", "burn_hold", "burn_key", "burn_rules",
+           "parse_expr", "render", "rules_from_config"]
 
 BURN_ALERT = "SloguardErrorBudgetBurn"
 UNDELIVERED_METRIC = "sloguard_notifications_undelivered"
@@ -179,6 +179,15 @@ def burn_groups(slo: SLO) -> list[BurnGroup]:
     return [(sli, sev, tuple(rows)) for (sli, sev), rows in groups.items()]
 
 
+def burn_hold(rows: Sequence[tuple[Indicator, BurnRule]]) -> float:
+    """Return how long a burn alert keeps firing after its rows clear: its shortest short window.
+
+    A burn hovering at the factor crosses it both ways within one short window (the alert's own reset time);
+    held that long, it pages once, not fire/resolve/fire. The resolve comes at most one short window later.
+    """
+    return min(rule.window.short for _, rule in rows)
+
+
 def burn_key(slo: str, sli: str, severity: str) -> str:
     """Return the rule key of one SLI's burn alert of one severity (unique per alert, so states never mix)."""
     return f"{BURN_ALERT}:{slo}:{sli}:{severity}"
@@ -198,7 +207,7 @@ def _clause(slo: SLO, ind: Indicator, rule: BurnRule) -> tuple[Expr, ...]:
 
 def burn_rules(slo: SLO, runbooks: str = DEFAULT_TEMPLATE) -> tuple[Rule, ...]:
     """Return one rule per SLI and severity: any of its rows with both burns above the factor and evidence."""
-    return tuple(Rule(BURN_ALERT, (), labels=burn_labels(slo, sli, sev),
+    return tuple(Rule(BURN_ALERT, (), keep_firing_for=burn_hold(rows), labels=burn_labels(slo, sli, sev),
                       annotations=burn_annotations(slo, sli, sev, rows, runbooks), key=burn_key(slo.name, sli, sev),
                       any_of=tuple(_clause(slo, ind, rule) for ind, rule in rows))
                  for sli, sev, rows in burn_groups(slo))

@@ -109,7 +109,8 @@ def _incident(view: Mapping[str, Any]) -> str:
     for s in view.get("slis") or []:
         sev = f'<span class="sev {escape(str(s["severity"]))}">{escape(str(s["severity"]).upper())}</span> ' \
             if s.get("severity") else ""
-        held = ' <span class="held">(its ticket held while the page fires)</span>' if s.get("held") else ""
+        note = incident_text.sli_note(s)
+        held = f' <span class="held">{escape(note.strip())}</span>' if note else ""
         rows = f' <span class="muted">[{escape("; ".join(s.get("rows") or []))}]</span>' if s.get("rows") else ""
         items.append(f"<li>{sev}{escape(incident_text.burn_text(s, str(view.get('slo_window'))))}{held}{rows}</li>")
     stages = [s for s in view.get("stages") or [] if s.get("budget")]

@@ -172,5 +172,7 @@ def with_alerts(view: SLOView, alerts: Sequence[Alert], held: Collection[str], t
     for s in view.slis:
         burn = [a for a in mine if a.name == BURN_ALERT and dict(a.labels).get("sli") == s.sli]
         got: Severity = max((_severity(dict(a.labels)) for a in burn), key=lambda x: x == "page", default="")
-        slis.append(replace(s, severity=got, held=any(a.fingerprint in held for a in burn)))
+        kept = [a.keep_since for a in burn if _severity(dict(a.labels)) == got]
+        cleared = max(t for t in kept if t is not None) if kept and None not in kept else None
+        slis.append(replace(s, severity=got, held=any(a.fingerprint in held for a in burn), cleared_at=cleared))
     return replace(view, severity=sev, slis=tuple(slis), timeline=timeline)

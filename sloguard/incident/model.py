@@ -39,6 +39,7 @@ class SLIView:
     burn_window: str
     severity: Severity = ""
     held: bool = False  # a ticket held (inhibited) because this SLI's page fires
+    cleared_at: float | None = None  # its rows stopped holding; the alert is kept firing for one short window
     rows: tuple[str, ...] = ()
 
 

@@ -65,6 +65,17 @@ def stage_text(s: Doc, worst: Any) -> str:
     return f"{s.get('stage')} {'≤ ' if s.get('bounded') else ''}{seconds(s.get('p95'))}{budget}{flags}"
 
 
+def sli_note(s: Doc) -> str:
+    """Return why an SLI's alert reads as it does: its ticket held by the page, or its rows cleared but kept firing."""
+    parts = []
+    if isinstance(s.get("cleared_at"), int | float) and s.get("severity"):
+        parts.append(f"its rows cleared at {_clock(s['cleared_at'])}; kept firing one short window, so a burn "
+                     "hovering at its factor pages once")
+    if s.get("held"):
+        parts.append("its ticket held while the page fires")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
 def replicas_text(doc: Doc) -> str:
     """Return the worst replicas in one line: `worst replicas over 5m: r1: 83% of the bad requests (...)`, or ""."""
     shown = [str(r.get("text")) for r in doc.get("replicas") or [] if isinstance(r, Mapping)]
@@ -86,8 +97,7 @@ def lines(doc: Doc) -> list[str]:
     out.append(f"    over {window} ({doc.get('requests', 0)} requests): "
                + ("; ".join(breaches) if breaches else "every objective holds"))
     for s in doc.get("slis") or []:
-        held = " (its ticket held while the page fires)" if s.get("held") else ""
-        sev = f" {str(s.get('severity')).upper()}{held}:" if s.get("severity") else ""
+        sev = f" {str(s.get('severity')).upper()}{sli_note(s)}:" if s.get("severity") else ""
         rows = f" [{'; '.join(s.get('rows') or [])}]" if s.get("rows") else ""
         out.append(f"   {sev} {burn_text(s, str(doc.get('slo_window', '')))}{rows}".rstrip())
     stages = [stage_text(s, doc.get("worst_stage")) for s in doc.get("stages") or [] if s.get("budget")]

@@ -63,7 +63,7 @@ def _int(query: Mapping[str, str], key: str, default: int) -> int:
     raw = query.get(key)
     if raw is None or raw == "":
         return default
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit()):
         raise ValueError(f"{key}: expected a non-negative integer, got {raw[:20]!r}")
     return int(raw)
 

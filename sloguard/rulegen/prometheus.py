@@ -13,6 +13,7 @@ from sloguard.alerts.rules import (
     builtin_rules,
     burn_annotations,
     burn_groups,
+    burn_hold,
     burn_labels,
     guard_rules,
     probe_intervals,
@@ -51,6 +52,7 @@ def burn_alerts(slo: SLO, runbooks: str) -> list[dict[str, Any]]:
     for sli, sev, rows in burn_groups(slo):
         clauses = " or ".join(_clause(slo, ind, rule, i) for i, (ind, rule) in enumerate(rows))
         out.append({"alert": BURN_ALERT, "expr": f"max by (slo, sli) ({clauses})",
+                    "keep_firing_for": format_duration(burn_hold(rows)),  # the daemon's hold (burn_hold)
                     "labels": dict(burn_labels(slo, sli, sev)),
                     "annotations": dict(burn_annotations(slo, sli, sev, rows, runbooks))})
     return out

@@ -49,7 +49,7 @@ def _int(v: Any) -> int:
         return 0
     if isinstance(v, int):
         return v
-    if isinstance(v, str) and v.isdigit() and len(v) <= 20:
+    if isinstance(v, str) and v.isascii() and v.isdigit() and len(v) <= 20:  # "²".isdigit() is True
         return int(v)
     return 0
 
@@ -57,7 +57,7 @@ def _int(v: Any) -> int:
 def _number(v: Any) -> object:
     if isinstance(v, str):  # protobuf JSON: int64 as a string, and "NaN" / "Infinity" for doubles
         try:
-            return int(v) if v.lstrip("-").isdigit() and len(v) <= 20 else float(v)
+            return int(v) if v.isascii() and v.lstrip("-").isdigit() and len(v) <= 20 else float(v)
         except ValueError:
             return v
     return v

@@ -118,7 +118,8 @@ def test_one_slo_aggregated_across_three_instances_is_the_sum_of_their_counts(tm
                 assert http_post(f"{sim.url}/replicas/2/sim/faults", {"latency_multiplier": 6.0})[0] == 200
                 asyncio.run(_traffic(sim.url))
                 requests, bad = truth(sim.url)
-                assert requests == sum(REQUESTS) and 0 < bad < requests, (requests, bad)
+                # bad may reach requests on a loaded host (every TTFT over 100 ms): the sums are what is judged
+                assert requests == sum(REQUESTS) and 0 < bad <= requests, (requests, bad)
                 wait_until(lambda: sum(live(d)[0] for d in daemons) == requests, PATIENCE, "the instances' counts")
                 try:
                     wait_until(lambda: aggregate(prom) == (requests, bad), PATIENCE, "Prometheus's aggregate")

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from sloguard.alerts.rules import burn_annotations, burn_groups, burn_labels, burn_plans
+from sloguard.alerts.rules import burn_annotations, burn_groups, burn_hold, burn_labels, burn_plans
 from sloguard.config.load import load_config
 from sloguard.slo.model import SLO, slos_from_config
 
@@ -21,14 +21,14 @@ ROOT = Path(__file__).resolve().parents[3]
 MINUTES, PER_MINUTE = 450, 2  # chat-mix probes every 30 s
 REMAIN = {"availability": 0.62, "latency": 0.09}  # budget-left gauges the summaries read
 COVER = 0.25  # coverage gauge: a quarter of 28 d = 7 d of data
-TIMES = (4, 60, 70, 78, 90, 120, 200, 206, 215, 235, 260, 330, 450)
+TIMES = (4, 60, 70, 78, 90, 112, 116, 120, 200, 206, 215, 235, 260, 330, 450)  # 112: a page kept firing
 HEAD = """\
 # promtool test rules alerts/tests/sloguard-slo.test.yaml  (run from alerts/)
 # chat-latency (28d, probes every 30 s: 2 requests a minute) has two budgets, availability 99.5% and latency 99%.
 # Minute 3: one failure on a fresh install (a 25x availability "burn" in both page windows) pages nothing: 1 bad is
 # not significant (the 1h row needs 6). Minutes 61-80: every request fails: both budgets page and ticket, then
-# resolve as their short windows clear. Minutes 200-229: requests are slow but succeed: only sli="latency"
-# alerts fire. The summaries read the budget left and coverage gauges given below.
+# resolve once their rows have stopped holding for the hold (keep_firing_for: the alert's shortest short window).
+# Minutes 200-229: requests are slow but succeed: only sli="latency" alerts fire. The summaries read the budget left and coverage gauges given below.
 # Written by tests/golden/rules/make_slo_rule_tests.py, which computes the expected alerts outside Prometheus.
 """
 
@@ -54,8 +54,8 @@ def counters() -> dict[tuple[str, bool], list[int]]:
     return cum
 
 
-def firing(slo: SLO, cum: dict[tuple[str, bool], list[int]], t: int) -> dict[tuple[str, str], float]:
-    """Return (sli, severity) -> the largest long-window burn among the rows that fire at minute t."""
+def holding(slo: SLO, cum: dict[tuple[str, bool], list[int]], t: int) -> dict[tuple[str, str], float]:
+    """Return (sli, severity) -> the largest long-window burn among the rows that hold at minute t."""
     out: dict[tuple[str, str], float] = {}
     for ind, rule in burn_plans(slo):
         def window(seconds: float, sli: str = ind.sli) -> tuple[int, int]:
@@ -68,6 +68,18 @@ def firing(slo: SLO, cum: dict[tuple[str, bool], list[int]], t: int) -> dict[tup
         if burn_l > rule.window.factor and burn_s > rule.window.factor and bl >= (rule.min_bad or 0):
             key = (ind.sli, rule.window.severity)
             out[key] = max(out.get(key, 0.0), burn_l)
+    return out
+
+
+def firing(slo: SLO, cum: dict[tuple[str, bool], list[int]], t: int) -> dict[tuple[str, str], float]:
+    """Return (sli, severity) -> $value of the alerts firing at minute t: an alert whose rows last held at t' < t
+    is kept firing (keep_firing_for, burn_hold) while t - (t' + 1) < its hold, with t''s value."""
+    holds = {(sli, sev): burn_hold(rows) / 60 for sli, sev, rows in burn_groups(slo)}
+    out: dict[tuple[str, str], float] = {}
+    for key, hold in holds.items():
+        last = next((m for m in range(t, 0, -1) if key in holding(slo, cum, m)), None)
+        if last is not None and (last == t or t - (last + 1) < hold):
+            out[key] = holding(slo, cum, last)[key]
     return out
 
 

@@ -168,3 +168,29 @@ def test_stale_probe_threshold_follows_the_probe_interval(intervals: dict[str, f
     active, _ = engine.evaluate(rules, {}, samples, 0.0)
     active, _ = engine.evaluate(rules, active, samples, 60.0)  # for: 1m
     assert {dict(a.labels)["probe"] for a in active.values() if a.state == "firing"} == stale
+
+
+@pytest.mark.parametrize(("burns", "expected"), [
+    # 1d SLO page row 5m/1m at 14.4x: the hold is its short window (60 s); steps of 15 s.
+    ([62, 10, 62, 10, 62, 10, 10, 10, 10, 10], ["f+", "f", "f", "f", "f", "f", "f", "f", "f", "-!"]),  # hovering
+    ([62, 10, 10, 10, 10, 10], ["f+", "f", "f", "f", "f", "-!"]),  # cured: resolved one short window later
+    ([10, 62, 62, 10], ["-", "f+", "f", "f"]),
+])
+def test_a_burn_hovering_at_its_factor_pages_once(burns: list[float], expected: list[str]) -> None:
+    """The CPU-burn incident paged, resolved and paged again as the burn crossed 14.4x both ways (issue 46)."""
+    slo = SLO(name="ux", target="t", goodput=Goodput(0.99, ttft=0.8), window=86400.0, probe_rate=2.0)
+    page = burn_rules(slo)[0]
+    assert page.keep_firing_for == 60.0  # the row's short window (burn_hold)
+    active: dict[str, Alert] = {}
+    out = []
+    for i, b in enumerate(burns):
+        active, events = engine.evaluate([page], active, _burn_samples(b, b, 5.0), i * 15.0)
+        out.append(("f" if active else "-") + "".join("+" if e.kind == "firing" else "!" for e in events))
+    assert out == expected
+
+
+def test_each_burn_alert_holds_for_its_own_shortest_short_window() -> None:
+    """The 30 d Workbook rows: pages hold 5m (1h/5m, 6h/30m), tickets 2h (1d/2h, 3d/6h)."""
+    slo = SLO(name="chat", target="t", error_objective=0.999, window=30 * 86400.0, probe_rate=1.0)
+    got = {dict(r.labels)["severity"]: r.keep_firing_for for r in burn_rules(slo)}
+    assert got == {"page": 300.0, "ticket": 7200.0}

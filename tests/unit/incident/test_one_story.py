@@ -151,3 +151,25 @@ def test_stage_values_never_exceed_their_whole_as_shown() -> None:
     view = story.view()
     ttft = next(b["value"] for b in view["breaches"] if b["name"] == "ttft" and b["kind"] == "objective")
     assert all(s["p95"] <= ttft for s in view["stages"] if s["stage"] in ("queue", "prefill", "network"))
+
+
+def _page_notes(story: Story) -> list[str]:
+    return [n.status for n in story.sent
+            if any(dict(a.labels)["sli"] == "availability" and dict(a.labels)["severity"] == "page" for a in n.alerts)]
+
+
+def test_a_fault_that_returns_within_the_hold_is_one_page() -> None:
+    """A burn that stops and starts again within its short window (1 min here) is one page, one resolve (issue 46)."""
+    story = _run(http_503, None)
+    assert _page_notes(story) == ["firing"]
+    story.run(80, healthy)  # the 1 min short window has cleared: no row holds, the page is kept
+    lead = next(s for s in story.view()["slis"] if s["sli"] == "availability")
+    assert lead["severity"] == "page" and lead["cleared_at"] is not None
+    assert not [r for r in lead["rows"] if "(page above" in r]  # what still holds is the ticket rows
+    for surface in (status_render(story.api()), _page_text(story)):
+        assert "kept firing one short window" in surface
+    story.run(40, http_503)  # the fault comes back: the rows hold again within the hold
+    assert next(s for s in story.view()["slis"] if s["sli"] == "availability")["cleared_at"] is None
+    story.run(300, healthy)
+    assert _page_notes(story) == ["firing", "resolved"]
+    assert story.view()["severity"] != "page"
