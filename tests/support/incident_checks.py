@@ -79,7 +79,8 @@ def faults_page_and_are_named(rig: Rig) -> None:
             continue
         pages = {sli for sli, sev in rec.alerts_fired if sev == "page"}
         assert rec.paged is not None and (f.sli in pages if f.sli else pages), f"{name}: no {f.sli or ''} page"
-        assert rec.verdict is not None, f"{name}: {f.cause} never named (named: {rec.causes_seen})"
+        assert rec.verdict is not None, (f"{name}: {f.cause} never named (named: {rec.causes_seen}); "
+                                         f"it said, in turn: {rec.whys[-8:]}")
         if f.cause == "failures":
             assert rec.verdict_text.startswith("failures over "), rec.verdict_text
         elif f.cause is not None:

@@ -71,6 +71,7 @@ class Record:
     verdict_text: str = ""
     alerts_fired: set[tuple[str, str]] = field(default_factory=set)  # (sli, severity)
     causes_seen: dict[str, float] = field(default_factory=dict)  # every cause the why named, when first
+    whys: list[str] = field(default_factory=list)  # each distinct why after the injection, with its evidence
 
 
 def _names(fault: Fault, why: dict[str, Any]) -> bool:
@@ -82,10 +83,22 @@ def _names(fault: Fault, why: dict[str, Any]) -> bool:
     return fault.cause is None or why.get("cause") == fault.cause
 
 
+def _max_tokens(fault: Fault) -> int:
+    """Return a probe's max_tokens: 24, divided by the simulator's time scale so a healthy answer keeps to ~0.6 s.
+
+    At time scale 2 a healthy 24-token answer took up to 1.3 s of the 1.9 s timeout on a quiet host: a loaded
+    runner then timed healthy probes out, and the SLO paged before its fault and stayed paging after the cure.
+    """
+    args = list(fault.sim_args)
+    scale = float(args[args.index("--time-scale") + 1]) if "--time-scale" in args else 1.0
+    return max(8, round(24 / scale))
+
+
 def _config(port: int, state: Path, sims: dict[str, Proc], tmp: Path, slack_api: str,
-            limits: dict[str, dict[str, float]] | None = None) -> str:
+            limits: dict[str, dict[str, float]] | None = None, faults: dict[str, Fault] | None = None) -> str:
     targets, probes, slos = [], [], []
     for name, sim in sims.items():
+        tokens = _max_tokens(faults[name]) if faults and name in faults else 24
         ttft, tpot = (f"{round((limits or {}).get(name, FLOOR_S)[m] * 1000)}ms" for m in ("ttft", "tpot"))
         # The control leaves room for 3 slow requests in 60: neighbours' faults slow it for real on 2 cores
         goodput = CONTROL_GOODPUT if name == CONTROL else 0.99
@@ -97,8 +110,8 @@ def _config(port: int, state: Path, sims: dict[str, Proc], tmp: Path, slack_api:
     scrape_interval: 2s
     scrape_timeout: 1500ms
     dcgm_url: {sim.url}/dcgm/metrics""")
-        probes += [f"  - {{name: {name}-{i}, target: {name}, api: chat, interval: 2s, timeout: 1900ms, max_tokens: 24, "
-                   f"prompts: [{{tokens: 128}}]}}" for i in range(2)]  # 1 request/s per target
+        probes += [f"  - {{name: {name}-{i}, target: {name}, api: chat, interval: 2s, timeout: 1900ms, "
+                   f"max_tokens: {tokens}, prompts: [{{tokens: 128}}]}}" for i in range(2)]  # 1 request/s per target
         slos.append(f"""  - name: {name}
     target: {name}
     objectives:
@@ -197,7 +210,7 @@ class Rig:
         return self
 
     def _text(self, limits: dict[str, dict[str, float]] | None = None) -> str:
-        return _config(self.port, self.tmp / "state", self.sims, self.tmp, self.slack.api_url, limits)
+        return _config(self.port, self.tmp / "state", self.sims, self.tmp, self.slack.api_url, limits, self.faults)
 
     def calibrate(self) -> dict[str, dict[str, float]]:
         """Measure every healthy simulator for CALIBRATE_S, set the objectives from it (SIGHUP), then start the real
@@ -318,6 +331,9 @@ class Rig:
             why = (slos[name].get("incident") or {}).get("why") or {}
             if why.get("kind") == "verdict" and why.get("cause") not in ("unknown", "none", "", None):
                 rec.causes_seen.setdefault(str(why["cause"]), time.time())
+            said = f"{why.get('text')} | {'; '.join(map(str, why.get('evidence') or []))}"[:600]
+            if rec.injected and (not rec.whys or rec.whys[-1] != said):
+                rec.whys.append(said)
             if rec.injected and rec.verdict is None and _names(rec.fault, why):
                 rec.verdict, rec.verdict_text = time.time(), str(why.get("text"))
 

@@ -28,7 +28,8 @@ HEAD = """\
 # Minute 3: one failure on a fresh install (a 25x availability "burn" in both page windows) pages nothing: 1 bad is
 # not significant (the 1h row needs 6). Minutes 61-80: every request fails: both budgets page and ticket, then
 # resolve once their rows have stopped holding for the hold (keep_firing_for: the alert's shortest short window).
-# Minutes 200-229: requests are slow but succeed: only sli="latency" alerts fire. The summaries read the budget left and coverage gauges given below.
+# Minutes 200-229: requests are slow but succeed: only sli="latency" alerts fire. The summaries read the budget
+# left and coverage gauges given below.
 # Written by tests/golden/rules/make_slo_rule_tests.py, which computes the expected alerts outside Prometheus.
 """
 
