@@ -77,8 +77,12 @@ def faults_page_and_are_named(rig: Rig) -> None:
         f = rec.fault
         if not f.payload:
             continue
+        early = [m.get("text") for m in rig.slack.posted()
+                 if f" SLO {name} " in str(m.get("text")) and float(m["at"]) < rec.injected]
+        assert not early, f"{name}: paged before its fault: {early}"
         pages = {sli for sli, sev in rec.alerts_fired if sev == "page"}
         assert rec.paged is not None and (f.sli in pages if f.sli else pages), f"{name}: no {f.sli or ''} page"
+        assert rec.paged >= rec.injected, f"{name}: its page fired {rec.injected - rec.paged:.0f} s before its fault"
         assert rec.verdict is not None, (f"{name}: {f.cause} never named (named: {rec.causes_seen}); "
                                          f"it said, in turn: {rec.whys[-8:]}")
         if f.cause == "failures":
