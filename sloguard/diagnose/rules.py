@@ -95,6 +95,7 @@ BATCH_SAME_UP = 1.5  # "the batch has not grown": under 1.5x its baseline
 BATCH_KEPT = 0.75  # "the batch has not shrunk": at least 0.75x its baseline
 SERVING_CPU = 0.35  # a serving process (HTTP front, scheduler) using a third of a core or more
 SERVING_CPU_UP = 3.0  # ... and three times its healthy use
+SERVING_DEMAND = 1.0  # a serving process running or waiting for a core a whole core's worth: pinned, starved or not
 CPU_WAIT = 0.2  # a CPU engine's threads waiting for a core a fifth of the time: a neighbour takes its cores
 CPU_WAIT_UP = 3.0  # ... and three times its healthy wait
 CPU_NOT_BUSIER = 1.5  # ... while its own CPU use is under 1.5x its healthy use (it got no more work)
@@ -216,6 +217,16 @@ RULES: tuple[CauseRule, ...] = (
               detail="a serving process is pinned on CPU: more API-server processes, a faster tokenizer, detokenise "
                      "off the event loop, check for busy neighbours on the host; it slows every stage, so it also "
                      "names a breach no single stage explains"),
+    # ... and on a starved host, where it cannot get a third of a core: asking 3x its usual CPU while the users'
+    # arrivals and prompts are as usual (more of them tokenise more: the capacity and prompt rows name those).
+    CauseRule("serving_cpu_bound", ALL, unlocated=True,
+              needs=(GPU_BACKED, C("serving_cpu_demand", ">=", SERVING_DEMAND, vs_baseline=SERVING_CPU_UP),
+                     C("serving_cpu_wait", ">=", CPU_WAIT, vs_baseline=CPU_WAIT_UP), ARRIVALS_CALM, PROMPTS_SAME),
+              lever="move tokenisation off the hot path or give the server more CPU",
+              detail="a serving process asks a core's worth of CPU and waits for it (run-queue wait): the host's "
+                     "cores are taken; give the server dedicated cores or move the busy neighbours, and take "
+                     "tokenisation off its hot path; it slows every stage, so it also names a breach no single "
+                     "stage explains"),
     # A CPU engine's CPU is its compute: it is starved when its threads wait for a core, not when it is busy.
     CauseRule("serving_cpu_bound", ALL, unlocated=True,
               needs=(CPU_BUILD, C("serving_cpu_wait", ">=", CPU_WAIT, vs_baseline=CPU_WAIT_UP), NOT_BUSIER),

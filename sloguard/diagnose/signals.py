@@ -170,7 +170,7 @@ def _cpu(series: Series, key: str, recent: float, now: float) -> float | None:
 
 def host_signals(series: Series, processes: Sequence[str], window: float, hold: float,
                  now: float) -> tuple[dict[str, float], dict[str, str]]:
-    """Return serving_cpu_cores (busiest of the target's processes) and cold_starts, with which process."""
+    """Return serving_cpu_cores/_wait/_demand (the most of the target's processes) and cold_starts, with which."""
     out: dict[str, float] = {}
     notes: dict[str, str] = {}
     rates = {p: r for p in processes if (r := _cpu(series, f"process/{p}/cpu", window * RECENT, now)) is not None}
@@ -181,6 +181,11 @@ def host_signals(series: Series, processes: Sequence[str], window: float, hold: 
     if waits:
         starved = max(waits, key=lambda p: waits[p])
         out["serving_cpu_wait"], notes["serving_cpu_wait"] = waits[starved], f"process {starved}"
+    # What a process asks of the CPU (running + runnable): a pinned process shows it whether or not it gets a core.
+    demands = {p: rates[p] + waits[p] for p in rates.keys() & waits.keys()}
+    if demands:
+        hungriest = max(demands, key=lambda p: demands[p])
+        out["serving_cpu_demand"], notes["serving_cpu_demand"] = demands[hungriest], f"process {hungriest}"
     # A watched process that ran within the hold and is gone at the newest read: the engine crashed or is restarting
     # (its requests fail before any counter can reset or a new process appear).
     down = [p for p in processes if series.max(f"process/{p}/up", hold, now) == 1.0

@@ -29,6 +29,8 @@ SIGNAL_TEXT: dict[str, tuple[str, str]] = {
     "kv_cache_usage_peak": ("KV cache recent peak", "ratio"),
     "prefix_cache_hit_ratio": ("prefix-cache hits", "ratio"), "engine_restarts": ("engine restarts", "count"),
     "cold_starts": ("process cold starts", "count"), "serving_cpu_cores": ("serving CPU", "cores"),
+    "serving_cpu_wait": ("serving CPU wait for a core", "cores"),
+    "serving_cpu_demand": ("serving CPU demand (running + waiting)", "cores"),
     "gpu_throttle_reasons": ("GPU clock-event reasons", "count"), "gpu_sm_clock_ratio": ("SM clock of max", "ratio"),
     "gpu_health_problems": ("GPU health problems", "count"), "canary_degraded": ("canary degraded", "count"),
     "network_measured": ("network measured per request", "count"), "gpu_utilization_ratio": ("GPU busy", "ratio"),

@@ -164,7 +164,9 @@ def test_fault_gets_its_verdict_everywhere(rig: tuple[Proc, Proc], slack: SlackD
         try:
             wait_until(right, 2 * PATIENCE, f"the {cause} verdict", step=0.5)
         except AssertionError as e:  # what it read instead, newest last
-            raise AssertionError(f"{e}; seen: {[(s.get('stage'), s.get('cause')) for s in seen[-5:]]}") from None
+            cpu = {k: v for k, v in (seen[-1].get("signals") or {}).items() if k.startswith(("serving_cpu", "network"))}
+            raise AssertionError(f"{e}; seen: {[(s.get('stage'), s.get('cause')) for s in seen[-5:]]}; "
+                                 f"CPU and network signals last read: {cpu}") from None
         d = seen[-1]  # the verdict that matched: the next evaluation (500 ms on) may already read another stage
         assert d["stage"] in stages and d["confidence"] > 0 and d["lever"] and d["summary"].endswith(d["lever"])
         wait_until(lambda: any(f"/ {cause}" in str(p.get("text")) for p in slack.posted()), PATIENCE,

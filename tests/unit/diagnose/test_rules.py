@@ -76,6 +76,9 @@ PREFILL = {"ttft": 2.4, "prefill": 2.2}
 SLOW_DECODE = {"tpot": 0.05, "decode": 0.05}
 NET = {"ttft": 2.4, "network": 2.2}
 DEEP = {"requests_waiting": 41.0, "arrival_surge_z": 2.5}  # a deep queue, the users' arrivals 2.5 sd over their rate
+STARVED_STAGES = {"ttft": 1.2, "network": 0.3, "queue": 0.25, "prefill": 0.45}
+STARVED = {"serving_cpu_cores": 0.32, "serving_cpu_wait": 1.82, "serving_cpu_demand": 2.14}
+STARVED_BASE = {"serving_cpu_cores": 0.048, "serving_cpu_wait": 0.29, "serving_cpu_demand": 0.33}
 
 # (case, inputs, stage, cause)
 CASES = [
@@ -386,6 +389,22 @@ CASES = [
     ("cpu bound names a breach spread over the stages", _inputs(stages={
         "ttft": 1.2, "network": 0.3, "queue": 0.25, "prefill": 0.45}, signals={"serving_cpu_cores": 0.9}),
      "none", "serving_cpu_bound"),
+    # a starved host (load ~12 on 2 cores, measured in the e2e rig): the pinned process gets 0.32 cores, under the
+    # 0.35 row, but asks 2.1 (running + waiting), 6x its 0.33 healthy ask there
+    ("starved host: a pinned process is named by what it asks", _inputs(stages=STARVED_STAGES, signals=STARVED,
+                                                                         baselines=STARVED_BASE),
+     "none", "serving_cpu_bound"),
+    ("starved host and the users' arrivals surged: not the serving CPU's", _inputs(
+        stages=STARVED_STAGES, signals={**STARVED, "arrival_surge_z": 5.0}, baselines=STARVED_BASE), "none", "unknown"),
+    ("starved host and prompts 3x long: not the serving CPU's", _inputs(
+        stages=STARVED_STAGES, signals={**STARVED, "prompt_tokens_per_request": 1300.0, "prompt_tokens_recent": 1300.0},
+        baselines=STARVED_BASE), "none", "long_prompts"),
+    ("starved host, asking under a core: unknown", _inputs(stages=STARVED_STAGES, signals={
+        **STARVED, "serving_cpu_demand": 0.9}, baselines=STARVED_BASE), "none", "unknown"),
+    ("starved host, asking as much as ever: unknown", _inputs(stages=STARVED_STAGES, signals=STARVED, baselines={
+        **STARVED_BASE, "serving_cpu_demand": 1.2, "serving_cpu_wait": 1.0}), "none", "unknown"),
+    ("starved CPU build: its own row, which needs it no busier", _inputs(stages=STARVED_STAGES, signals={
+        **STARVED, "engine_gpu_backed": 0.0}, baselines=STARVED_BASE), "none", "unknown"),
     ("spread over the stages, calm CPU: unknown", _inputs(stages={
         "ttft": 1.2, "network": 0.3, "queue": 0.25, "prefill": 0.45}, signals={"serving_cpu_cores": 0.2}),
      "none", "unknown"),
