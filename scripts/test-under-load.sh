@@ -73,7 +73,7 @@ for ((run = 1; run <= runs; run++)); do
         && echo stress-ng || echo python); log $log" >&2
     started=$(date +%s)
     set +e
-    .venv/bin/python -m pytest -n "${SLOGUARD_TEST_WORKERS:-4}" --dist loadfile -p no:cacheprovider \
+    .venv/bin/python -m pytest -n "${SLOGUARD_TEST_WORKERS:-4}" --dist loadfile --no-loadscope-reorder -p no:cacheprovider \
         --junitxml="$out/run-$run.xml" "$@" >"$log" 2>&1
     echo "$? $(( $(date +%s) - started ))" >"$out/rc-$run.txt"
     set -e

@@ -6,6 +6,7 @@ import html as html_lib
 import re
 import time
 from collections import Counter
+from datetime import datetime
 from typing import Any
 
 from sloguard.incident.text import burn_text, headline
@@ -100,13 +101,29 @@ def one_page_one_ticket(rig: Rig) -> None:
                  for a in n["json"]["alerts"] if a["status"] == "firing" and a["labels"].get("alertname") == BURN
                  and n["json"]["status"] == "firing")
     assert am and max(am.values()) == 1, am
-    # A ticket is held while its page fires: Alertmanager sends no firing ticket between the page's firing and
-    # resolved notifications of the same SLO/SLI (a ticket before the page is an escalation, not a duplicate).
+    # A ticket is held while its page fires: Alertmanager sends no firing ticket between the page's firing
+    # notification and the page's end as Prometheus resolved it (its endsAt, not the resolved notification: that
+    # waits for the page group's next flush, up to group_interval later, while the inhibition already ended); a
+    # ticket before the page is an escalation, not a duplicate.
     for slo, sli in {(s, i) for s, i, _ in am}:
         for paged in _am_sent(rig, (slo, sli, "page"), "firing"):
-            cleared = min((t for t in _am_sent(rig, (slo, sli, "page"), "resolved") if t > paged), default=float("inf"))
+            cleared = min((t for t in _am_ended(rig, (slo, sli, "page")) if t > paged), default=float("inf"))
             tickets = [t for t in _am_sent(rig, (slo, sli, "ticket"), "firing") if paged < t < cleared]
-            assert not tickets, (slo, sli, "a ticket sent while its page fired")
+            assert not tickets, (slo, sli, "a ticket sent while its page fired", _am_timeline(rig, slo, sli))
+
+
+def _am_ended(rig: Rig, key: tuple[str, str, str]) -> list[float]:
+    """Return when the burn alert (slo, sli, severity) ended, as Prometheus resolved it (endsAt of a resolved alert)."""
+    return [datetime.fromisoformat(a["endsAt"]).timestamp() for n in rig._am_notes() for a in n["json"]["alerts"]
+            if a["status"] == "resolved" and a["labels"].get("alertname") == BURN
+            and (a["labels"]["slo"], a["labels"]["sli"], a["labels"]["severity"]) == key]
+
+
+def _am_timeline(rig: Rig, slo: str, sli: str) -> list[tuple[float, str, str, str, str]]:
+    """Return Alertmanager's notifications of an SLO/SLI's burn alerts: (received, severity, status, starts, ends)."""
+    return [(round(n["at"], 1), a["labels"]["severity"], a["status"], a["startsAt"], a["endsAt"])
+            for n in rig._am_notes() for a in n["json"]["alerts"] if a["labels"].get("alertname") == BURN
+            and (a["labels"]["slo"], a["labels"]["sli"]) == (slo, sli)]
 
 
 def _am_sent(rig: Rig, key: tuple[str, str, str], status: str) -> list[float]:
