@@ -88,11 +88,15 @@ def stamp_of(ancillary: list[tuple[int, int, bytes]]) -> int:
     return 0
 
 
+def _stamps_on() -> bool:
+    """Tell whether this OS gives receive stamps and SLOGUARD_KERNEL_STAMPS does not turn them off."""
+    return (SO_TIMESTAMPNS is not None and sys.platform.startswith("linux") and bool(_ANC_SIZE)
+            and os.environ.get("SLOGUARD_KERNEL_STAMPS", "1") != "0")
+
+
 def supported(transport: Any) -> bool:
     """Tell whether `transport` is a plain TCP selector transport whose reads can carry kernel stamps."""
-    if SO_TIMESTAMPNS is None or not sys.platform.startswith("linux") or not _ANC_SIZE:
-        return False
-    if os.environ.get("SLOGUARD_KERNEL_STAMPS", "1") == "0":
+    if not _stamps_on():
         return False
     sock, plain = getattr(transport, "_sock", None), getattr(transport, "_read_ready__data_received", None)
     return (isinstance(sock, socket.socket) and sock.type == socket.SOCK_STREAM and plain is not None
@@ -111,6 +115,21 @@ def enable(transport: Any) -> RxClock | None:
     clock = RxClock()
     transport._read_ready_cb = _reader(transport, sock, clock)
     return clock
+
+
+def enable_listener(sock: Any) -> bool:
+    """Stamp what reaches a listening socket's connections before they are accepted; return whether it could.
+
+    Linux stamps a TCP segment on receipt only while some socket asks for stamps, and an accepted socket inherits
+    the listener's flag: set after accept, bytes that arrived while the loop was busy carry no stamp at all.
+    """
+    if not _stamps_on() or SO_TIMESTAMPNS is None:
+        return False
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    except OSError:
+        return False
+    return True
 
 
 def _reader(transport: Any, sock: socket.socket, clock: RxClock) -> Any:

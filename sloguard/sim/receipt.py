@@ -94,5 +94,7 @@ class Site(web.BaseSite):
         server = self._runner.server
         assert server is not None
         self._server = await asyncio.get_running_loop().create_server(lambda: Door(server()), self._host, self._port)
+        for sock in self._server.sockets:  # stamped from the first byte, also before a busy loop accepts the connection
+            rxstamp.enable_listener(sock)
         if self._server.sockets:
             self._port = int(self._server.sockets[0].getsockname()[1])
