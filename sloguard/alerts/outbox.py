@@ -7,7 +7,7 @@ import logging
 import random
 import sqlite3
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +59,9 @@ class Item:
     ref: dict[str, str] | None
 
 
+SENT_KEPT = 200  # deliveries /debug/alerts lists: a day of a busy receiver's pages, resolves and updates
+
+
 class Outbox:
     """The outbox tables; every method but put() commits under `lock`."""
 
@@ -68,6 +71,8 @@ class Outbox:
         self.rng = rng or random.Random()
         self.backoff = backoff or Backoff()
         self.counts: Counter[tuple[str, str]] = Counter()
+        # The last SENT_KEPT deliveries, for /debug/alerts: when each was queued, tried, acknowledged (memory only)
+        self.sent: deque[dict[str, Any]] = deque(maxlen=SENT_KEPT)
         with lock:
             conn.executescript(SCHEMA)
             columns = {r[1] for r in conn.execute("PRAGMA table_info(outbox)")}
@@ -104,9 +109,16 @@ class Outbox:
         return [Item(r[0], notification_from_dict(json.loads(r[1])), r[2], r[3] + 1, bool(r[4]),
                      json.loads(r[5]) if r[5] else None) for r in rows]
 
-    def ack(self, item: Item, ref: dict[str, str] | None) -> None:
-        """Delete a delivered item and remember the receiver's message reference for its group."""
+    def ack(self, item: Item, ref: dict[str, str] | None, tried_at: float, now: float) -> None:
+        """Delete a delivered item and remember the receiver's message reference for its group.
+
+        `tried_at`: when the acknowledged attempt started; kept with `now` in `sent` (the last 200 deliveries).
+        """
         n = item.notification
+        self.sent.append({"notifier": n.notifier, "group_key": n.group_key, "status": n.status,
+                          "group_labels": dict(n.group_labels), "created_at": item.created_at,
+                          "fired_at": min((a.fired_at for a in n.alerts if a.fired_at is not None), default=None),
+                          "tried_at": tried_at, "acked_at": now, "attempts": item.attempts})
         with self.lock, self.conn:
             self.conn.execute("DELETE FROM outbox WHERE id = ?", (item.id,))
             if ref is not None:
@@ -193,4 +205,4 @@ class Outbox:
         keys_w = ("id", "notifier", "group_key", "created_at", "next_attempt", "attempts", "last_error")
         keys_d = ("id", "notifier", "group_key", "created_at", "outcome", "error", "at")
         return {"waiting": [dict(zip(keys_w, r, strict=True)) for r in waiting],
-                "dead": [dict(zip(keys_d, r, strict=True)) for r in dead]}
+                "dead": [dict(zip(keys_d, r, strict=True)) for r in dead], "sent": list(self.sent)}

@@ -170,6 +170,7 @@ class Alerting:
 
     async def _deliver(self, notifier: Notifier, spec: NotifierSpec, item: Item) -> bool:
         """Attempt one item; return whether the receiver acknowledged it."""
+        tried_at = self.clock.now()
         try:
             ref = await notifier.send(item.notification, item.ref)
         except DeliveryError as exc:
@@ -182,7 +183,7 @@ class Alerting:
             msg = scrub(f"{type(exc).__name__}: {exc}", self._secrets)
             self.outbox.retry(item, msg, self.clock.now(), spec.max_delivery_age)
         else:
-            self.outbox.ack(item, ref)
+            self.outbox.ack(item, ref, tried_at, self.clock.now())
             return True
         return False
 

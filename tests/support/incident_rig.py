@@ -197,6 +197,8 @@ class Rig:
         self.stack = ExitStack()
         self.during: dict[str, Any] = {}
         self._prom_seen: list[dict[str, Any]] = []
+        self.evaluations: set[float] = set()  # the daemon's evaluation times the rig saw (API evaluated_at)
+        self.deliveries: list[dict[str, Any]] = []  # the daemon's record of each delivery (/debug/alerts)
         self.after: dict[str, Any] = {}
 
     def __enter__(self) -> Rig:
@@ -325,7 +327,7 @@ class Rig:
     def _observe(self) -> None:
         self._prom_seen += [a for a in _json(f"{self.prom.url}/api/v1/alerts")["data"]["alerts"]
                             if a["state"] == "firing" and a["labels"].get("severity") == "page"]
-        slos = self.slos()
+        slos = self._evaluations()
         for a in self.alerts():
             labels = dict(a["labels"])
             rec = self.records.get(labels.get("slo", ""))
@@ -342,6 +344,11 @@ class Rig:
                 rec.whys.append(said)
             if rec.injected and rec.verdict is None and _names(rec.fault, why):
                 rec.verdict, rec.verdict_text = time.time(), str(why.get("text"))
+
+    def _evaluations(self) -> dict[str, Any]:
+        slos = self.slos()
+        self.evaluations.update(float(s["evaluated_at"]) for s in slos.values() if s.get("evaluated_at"))
+        return slos
 
     def _settled(self) -> bool:
         """Every fault paged on its own SLI (any, where it names none) and got its verdict: the other SLI may page
@@ -361,8 +368,10 @@ class Rig:
             self._observe()
             time.sleep(1.0)
         self._observe()
-        wait_until(lambda: all(r.paged is None or self._slack_paged(n) for n, r in self.records.items()),
+        wait_until(lambda: bool(self._evaluations()) and all(r.paged is None or self._slack_paged(n)
+                                                             for n, r in self.records.items()),
                    GROUP_WAIT_S + 30, "every page in Slack", step=0.5)
+        self.deliveries = list(_json(f"{self.daemon.url}/debug/alerts")["outbox"]["sent"])
         self.during = self.capture()
         self.cure()
         # Pages resolve within their short window (1 min) of the cure; tickets (short windows up to 10 min at a 1 h

@@ -77,7 +77,7 @@ def test_write_on_a_read_only_file_moves_to_memory_with_every_committed_row(tmp_
     assert groups(raw) == [(1, "g1"), (2, "g2")]  # the file keeps its last committed state
     items = box.take("hook", 5.0)  # the oldest item of each group
     assert [i.notification.group_key for i in items] == ["g1", "g2", "g3"]
-    box.ack(items[0], {"ts": "1"})
+    box.ack(items[0], {"ts": "1"}, 0.0, 0.0)
     assert box.pending() == {"hook": 2} and box.counts[("hook", "sent")] == 1
     read_only(raw, False)
     conn.attach(raw)
@@ -118,7 +118,7 @@ def test_start_in_memory_seeded_from_the_file_then_attach_replaces(tmp_path: Pat
     AlertState(mem)  # type: ignore[arg-type]
     box2 = Outbox(mem, threading.RLock())  # type: ignore[arg-type]
     assert mem.in_memory and groups(mem) == [(1, "g1"), (2, "g2")]
-    box2.ack(box2.take("hook", 0.0)[0], None)  # g1 delivered while in memory
+    box2.ack(box2.take("hook", 0.0)[0], None, 0.0, 0.0)  # g1 delivered while in memory
     with mem:
         box2.put([note("g3")], 1.0)
     mem.attach(raw)

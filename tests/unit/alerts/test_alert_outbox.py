@@ -101,3 +101,24 @@ def test_alertmanager_outage_leaves_one_queued_item(tmp_path: Path) -> None:
         asyncio.run(svc.deliver_due())
         clock.advance(60)
     assert svc.outbox.pending() == {"am": 1} and svc.outbox.counts[("am", "superseded")] == 3
+
+
+def test_each_delivery_is_listed_with_when_it_was_queued_tried_and_acknowledged() -> None:
+    from sloguard.alerts.outbox import SENT_KEPT
+
+    box = outbox()
+    with box.conn:
+        box.put([note("hook", "g", 10.0)], 10.0)
+    first = box.take("hook", 10.0)[0]
+    box.retry(first, "timeout", 11.0, 3600.0)
+    again = box.take("hook", 1e9)[0]
+    box.ack(again, None, 20.0, 20.5)
+    assert box.debug()["sent"] == [{"notifier": "hook", "group_key": "g", "status": "firing", "group_labels": {},
+                                    "created_at": 10.0, "fired_at": 0.0, "tried_at": 20.0, "acked_at": 20.5,
+                                    "attempts": 2}]
+    for i in range(SENT_KEPT + 5):  # bounded: the newest kept
+        with box.conn:
+            box.put([note("hook", f"g{i}", float(i))], float(i))
+        box.ack(box.take("hook", 1e9)[0], None, float(i), float(i))
+    sent = box.debug()["sent"]
+    assert len(sent) == SENT_KEPT and sent[-1]["group_key"] == f"g{SENT_KEPT + 4}"
