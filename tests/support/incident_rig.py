@@ -374,16 +374,27 @@ class Rig:
         self.deliveries = list(_json(f"{self.daemon.url}/debug/alerts")["outbox"]["sent"])
         self.during = self.capture()
         self.cure()
+        cured = time.time()
         # Pages resolve within their short window (1 min) of the cure; tickets (short windows up to 10 min at a 1 h
         # budget) are left to run out: the checks read pages only after the cure.
         try:
             wait_until(lambda: not self._pages_left(), 300, "every paging burn alert resolved, in Slack too", step=1.0)
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}: {self._pages_left()}") from None
+        except AssertionError as exc:  # with what the requests since the cure were: a page on bad requests is right
+            raise AssertionError(f"{exc}: {self._pages_left()}; since the cure {self._bad_since(cured)}") from None
         wait_until(lambda: not [a for a in _json(f"{self.prom.url}/api/v1/alerts")["data"]["alerts"]
                                 if a["labels"].get("alertname") == BURN and a["labels"].get("severity") == "page"
                                 and a["state"] == "firing"], 120, "Prometheus's pages resolved", step=1.0)
         self.after = self.capture()
+
+    def _bad_since(self, since: float) -> dict[str, str]:
+        """Return per SLO its probe results since `since` (the newest 500): failed, and over its objectives."""
+        rows = [r for r in _json(f"{self.daemon.url}/debug/probes?limit=500") if r["ts"] >= since]
+        out = {}
+        for n, lim in self.limits.items():
+            mine = [r for r in rows if r["target"] == n]
+            slow = [r for r in mine if r.get("ok") and any((r.get(f"{m}_s") or 0.0) > lim[m] for m in lim)]
+            out[n] = f"{sum(not r.get('ok') for r in mine)} failed, {len(slow)} slow of {len(mine)}"
+        return out
 
     def _pages_left(self) -> list[str]:
         """Return the burn pages still firing in the daemon, and the paged SLOs whose resolve Slack lacks."""
