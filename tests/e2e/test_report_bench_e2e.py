@@ -1,10 +1,11 @@
 """`sloguard report` on results files written by the real `sloguard bench` against `sloguard sim`.
 
 Release a is benched twice (an A/A pair: exit 0 with --fail-on regression), release b is the same server
-with every engine step 1.3× as long (the simulator's `latency_multiplier` fault: exit 1). The three run
-side by side, each against its own simulator, in the same time span (two rounds, each side's rounds pooled
-by the report): whatever the host does meanwhile (a shared CI runner at load 30) hits all three alike,
-where runs taken one after the other once differed by the host alone and read "regression" on the A/A pair.
+with every engine step 1.3× as long (the simulator's `latency_multiplier` fault: exit 1). The A/A pair benches
+one simulator in alternation, ABBA over the rounds (a1 then a2, then a2 then a1, ...), so whatever the host does
+meanwhile (a shared CI runner at load 30) falls on both sides alike: run side by side against two simulators,
+the two processes' share of a loaded host differed by itself (p50 ITL +6.1 % [+3.1, +9.2] at load ~10, one
+round +9 %, the other +2 %) and read "regression". Release b runs beside the pair against its own simulator.
 Concurrency 1 on servers without background traffic: each request runs alone on its server; a batching
 sweep's run-level state is benchmarks/report_power.py's `bench-c8` row. Then bad, hand-edited and
 mismatched files: one line, exit 2, never a traceback; no secret reaches a report.
@@ -28,8 +29,8 @@ from sloguard.reports.cli import main
 
 pytestmark = pytest.mark.e2e
 SLOWER = 1.3  # release b: every engine step this much longer
-ROUNDS = 2
-REQUESTS = 105  # per round: 210 per side, p50 and p95 judged (p95 needs 100 values per side), p99 not
+ROUNDS = 4  # even: ABBA balances a drift of the host over the span
+REQUESTS = 53  # per round: 212 per side, p50 and p95 judged (p95 needs 100 values per side), p99 not
 HANG_GUARD_S = 600  # a stuck bench fails instead of blocking CI; not a speed claim
 
 
@@ -58,20 +59,27 @@ def _bench(cfg: Path, out: Path, release: str) -> subprocess.Popen[str]:
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, list[Path]]]:
-    """Real bench runs side by side: release a twice (two replicas), release b (every step 1.3×)."""
+    """Real bench runs: release a twice (one simulator, the two in alternation), release b (every step 1.3×)."""
     tmp = tmp_path_factory.mktemp("bench")
     extra = ("--background-rps", "0", "--time-scale", "0.5")
-    with simulator(tmp, seed=5, extra=extra) as sim_a1, simulator(tmp, seed=5, extra=extra) as sim_a2, \
-            simulator(tmp, seed=5, extra=extra) as sim_b:
+    with simulator(tmp, seed=5, extra=extra) as sim_a, simulator(tmp, seed=5, extra=extra) as sim_b:
         http_post(f"{sim_b.url}/sim/faults", {"latency_multiplier": SLOWER})
-        cfg = {name: _config(tmp / name, sim.url) for name, sim in (("a1", sim_a1), ("a2", sim_a2), ("b", sim_b))}
+        cfg = {name: _config(tmp / name, sim.url) for name, sim in (("a1", sim_a), ("a2", sim_a), ("b", sim_b))}
         out: dict[str, list[Path]] = {name: [] for name in cfg}
+
+        def bench(name: str, k: int) -> subprocess.Popen[str]:
+            out[name].append(cfg[name].parent / f"{name}-{k}.jsonl")
+            return _bench(cfg[name], out[name][-1], name[0])
+
+        def done(proc: subprocess.Popen[str]) -> None:
+            _, err = proc.communicate(timeout=HANG_GUARD_S)
+            assert proc.returncode == 0, err
+
         for k in range(ROUNDS):
-            runs = {name: _bench(c, c.parent / f"{name}-{k}.jsonl", name[0]) for name, c in cfg.items()}
-            for name, proc in runs.items():
-                _, err = proc.communicate(timeout=HANG_GUARD_S)
-                assert proc.returncode == 0, err
-                out[name].append(cfg[name].parent / f"{name}-{k}.jsonl")
+            beside = bench("b", k)
+            for name in ("a1", "a2") if k % 2 == 0 else ("a2", "a1"):
+                done(bench(name, k))
+            done(beside)
         yield out
 
 
