@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from support.burn_oracle import Requests, burn_rows
 from support.procs import (
     ROOT,
     Proc,
@@ -36,6 +38,7 @@ from support.procs import (
     start_daemon,
     wait_until,
 )
+from support.recorder import Recorder
 from support.slack_double import TOKEN_ENV, SlackDouble
 
 EVAL_S, GROUP_WAIT_S = 2.0, 5.0  # 7 SLOs a rig: a 1 s cadence took 1.5 s an evaluation on a loaded runner
@@ -200,6 +203,10 @@ class Rig:
         self.evaluations: set[float] = set()  # the daemon's evaluation times the rig saw (API evaluated_at)
         self.deliveries: list[dict[str, Any]] = []  # the daemon's record of each delivery (/debug/alerts)
         self.after: dict[str, Any] = {}
+        self.cured = 0.0
+        self.still_right: dict[tuple[str, str], str] = {}  # (slo, sli): a page its own requests kept right
+        self.store = tmp / "state" / "sloguard.db"  # the daemon's store: every probe result it judged
+        self.started = time.time()
 
     def __enter__(self) -> Rig:
         self.slack = self.stack.enter_context(SlackDouble())
@@ -263,34 +270,41 @@ class Rig:
 
         A loaded runner can take longer than one evaluation to start `sloguard status`, so the surfaces are not
         asked to come from one evaluation: each must show one of the evaluations the API served meanwhile, and the
-        CLI's JSON the very view of its own `evaluated_at`.
+        CLI's JSON the very view of its own `evaluated_at`. The CLIs read the API through a recording proxy, so the
+        documents they were served are in `seen` even when the poller, slowed by the same load, missed one.
         """
-        status_cmd = [sys.executable, "-m", "sloguard", "status", "--url", self.daemon.url]
         seen: dict[str, dict[float, dict[str, Any]]] = {}
         done = threading.Event()
 
+        def keep(doc: dict[str, Any]) -> None:
+            for s in doc["slos"]:
+                seen.setdefault(s["name"], {})[s["evaluated_at"]] = s["incident"]
+
         def poll() -> None:
             while True:
-                for s in _json(f"{self.daemon.url}/api/v1/slos")["slos"]:
-                    seen.setdefault(s["name"], {})[s["evaluated_at"]] = s["incident"]
+                keep(_json(f"{self.daemon.url}/api/v1/slos"))
                 if done.wait(0.2):
                     return
 
         poller = threading.Thread(target=poll, daemon=True)
         poller.start()
         try:
-            procs = [subprocess.Popen([*status_cmd, *extra], cwd=ROOT, stdout=subprocess.PIPE, text=True)
-                     for extra in (["--json"], [])]
-            page = http_get(f"{self.daemon.url}/", timeout=30)[1].decode()
-            metrics = http_get(f"{self.daemon.url}/metrics", timeout=30)[1].decode()
-            cli_out, terminal = (p.communicate(timeout=60)[0] for p in procs)
+            with Recorder(self.daemon.url) as proxy:
+                status_cmd = [sys.executable, "-m", "sloguard", "status", "--url", proxy.url]
+                procs = [subprocess.Popen([*status_cmd, *extra], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+                         for extra in (["--json"], [])]
+                page = http_get(f"{self.daemon.url}/", timeout=30)[1].decode()
+                metrics = http_get(f"{self.daemon.url}/metrics", timeout=30)[1].decode()
+                cli_out, terminal = (p.communicate(timeout=60)[0] for p in procs)
+                served = proxy.bodies("/api/v1/slos")
         finally:
             done.set()
             poller.join(timeout=30)
         assert procs[0].returncode in (0, 1), cli_out
+        for body in served:
+            keep(json.loads(body))
         last = _json(f"{self.daemon.url}/api/v1/slos")
-        for s in last["slos"]:
-            seen.setdefault(s["name"], {})[s["evaluated_at"]] = s["incident"]
+        keep(last)
         return {"api": last, "seen": seen, "page": page, "metrics": metrics, "cli": json.loads(cli_out),
                 "terminal": terminal, "alerts": self.alerts(),
                 "prom": _json(f"{self.prom.url}/api/v1/alerts")["data"]["alerts"], "slack": self.slack.posted(),
@@ -374,17 +388,52 @@ class Rig:
         self.deliveries = list(_json(f"{self.daemon.url}/debug/alerts")["outbox"]["sent"])
         self.during = self.capture()
         self.cure()
-        cured = time.time()
-        # Pages resolve within their short window (1 min) of the cure; tickets (short windows up to 10 min at a 1 h
-        # budget) are left to run out: the checks read pages only after the cure.
-        try:
-            wait_until(lambda: not self._pages_left(), 300, "every paging burn alert resolved, in Slack too", step=1.0)
-        except AssertionError as exc:  # with what the requests since the cure were: a page on bad requests is right
-            raise AssertionError(f"{exc}: {self._pages_left()}; since the cure {self._bad_since(cured)}") from None
-        wait_until(lambda: not [a for a in _json(f"{self.prom.url}/api/v1/alerts")["data"]["alerts"]
-                                if a["labels"].get("alertname") == BURN and a["labels"].get("severity") == "page"
-                                and a["state"] == "firing"], 120, "Prometheus's pages resolved", step=1.0)
+        self.cured = time.time()
+        # Pages resolve within their short window (1 min) + hold (1 min) of the cure; tickets (short windows up to
+        # 10 min at a 1 h budget) are left to run out: the checks read pages only after the cure. A page whose rows
+        # held again on the cured simulator's own requests (a loaded runner slowing it past its objectives) is right
+        # to stay: it is kept in `still_right` with that evidence and the checks accept it.
+        self._settle("the daemon", self._pages_left)
+        self._settle("Prometheus", self._prom_pages_left)
         self.after = self.capture()
+
+    def _settle(self, who: str, left: Callable[[], list[tuple[str, str, str]]]) -> None:
+        try:
+            wait_until(lambda: not left(), 300, f"every paging burn alert resolved ({who})", step=1.0)
+        except AssertionError:
+            for slo, sli, what in left():
+                proof = self._held_since_cure(slo, sli)
+                assert proof, (f"{who}: {slo}/{sli} {what} 300 s after the cure, and its page rows never held on "
+                               f"the requests since: {self._bad_since(self.cured)}")
+                self.still_right[(slo, sli)] = proof
+
+    def _held_since_cure(self, slo: str, sli: str) -> str:
+        """Return the evidence that (slo, sli)'s page rows held on requests after the cure, in the last 3 min."""
+        rows = burn_rows(self._text(self.limits)).get((slo, sli, "page"), [])
+        start = max(self.cured + max((r.short for r in rows), default=0.0), time.time() - 180.0)
+        at = Requests(self.store, slo).held(sli, rows, self.limits[slo], start, time.time())
+        return "" if at is None else f"its page row held {time.time() - at:.0f} s ago; {self._bad_since(self.cured)}"
+
+    def held(self, key: tuple[str, str, str], start: float, end: float) -> float | None:
+        """Return when the burn rows of (slo, sli, severity) first held in [start, end] on the daemon's stored
+        requests (sloguard's config gives the rows, tests/support/burn_oracle.py counts), else None."""
+        rows = burn_rows(self._text(self.limits)).get(key, [])
+        return Requests(self.store, key[0]).held(key[1], rows, self.limits[key[0]], start, end)
+
+    def prom_episodes(self, key: tuple[str, str, str]) -> list[tuple[float, float]]:
+        """Return each time Prometheus fired the burn alert (slo, sli, severity): (first, last) firing sample."""
+        sel = ",".join(f'{k}="{v}"' for k, v in zip(("slo", "sli", "severity"), key, strict=True))
+        query = urllib.parse.urlencode({"query": f'ALERTS{{alertname="{BURN}",alertstate="firing",{sel}}}',
+                                        "start": self.started, "end": time.time(), "step": "1"})
+        series = _json(f"{self.prom.url}/api/v1/query_range?{query}")["data"]["result"]
+        stamps = sorted(float(t) for s in series for t, _ in s["values"])
+        episodes: list[tuple[float, float]] = []
+        for t in stamps:
+            if episodes and t - episodes[-1][1] <= 1.5:  # consecutive 1 s steps: the same firing
+                episodes[-1] = (episodes[-1][0], t)
+            else:
+                episodes.append((t, t))
+        return episodes
 
     def _bad_since(self, since: float) -> dict[str, str]:
         """Return per SLO its probe results since `since` (the newest 500): failed, and over its objectives."""
@@ -396,13 +445,23 @@ class Rig:
             out[n] = f"{sum(not r.get('ok') for r in mine)} failed, {len(slow)} slow of {len(mine)}"
         return out
 
-    def _pages_left(self) -> list[str]:
+    def _pages_left(self) -> list[tuple[str, str, str]]:
         """Return the burn pages still firing in the daemon, and the paged SLOs whose resolve Slack lacks."""
         labels = [dict(a["labels"]) for a in self.alerts()]
-        firing = [f"{la.get('slo')}/{la.get('sli')} firing" for la in labels
+        firing = [(la.get("slo", ""), la.get("sli", ""), "firing") for la in labels
                   if la.get("alertname") == BURN and la.get("severity") == "page"]
-        return firing + [f"{n}: no RESOLVED in Slack" for n, r in self.records.items()
-                         if r.paged is not None and not self._slack_resolved(n)]
+        unsent = [(n, sli, "no RESOLVED in Slack") for n, r in self.records.items()
+                  if r.paged is not None and not self._slack_resolved(n)
+                  for sli in {sli for sli, sev in r.alerts_fired if sev == "page"}]
+        return [k for k in firing + unsent if k[:2] not in self.still_right]
+
+    def _prom_pages_left(self) -> list[tuple[str, str, str]]:
+        """Return the burn pages still firing in Prometheus."""
+        alerts = _json(f"{self.prom.url}/api/v1/alerts")["data"]["alerts"]
+        firing = [(a["labels"].get("slo", ""), a["labels"].get("sli", ""), "firing in Prometheus") for a in alerts
+                  if a["labels"].get("alertname") == BURN and a["labels"].get("severity") == "page"
+                  and a["state"] == "firing"]
+        return [k for k in firing if k[:2] not in self.still_right]
 
     def _slack_paged(self, slo: str) -> bool:
         return any(str(m.get("text", "")).startswith(f"PAGE: SLO {slo} ") for m in self.slack.posted())
