@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
 from pathlib import Path
 from typing import Any
 
@@ -83,13 +84,16 @@ def test_eos_only_answer_is_an_empty_success() -> None:
     assert r.e2e_s == pytest.approx(at(reads, b'"finish_reason":"stop"'))
 
 
-def test_replayed_server_closing_after_each_response_back_to_back() -> None:
-    names = ["llamacpp-eos.json", "llamacpp-eos-only.json", "llamacpp-length.json", "llamacpp-eos-2tokens.json"]
+REPLAYED = ["llamacpp-eos.json", "llamacpp-eos-only.json", "llamacpp-length.json", "llamacpp-eos-2tokens.json"]
+
+
+def _replay_server(ports: Any) -> None:
+    """Serve REPLAYED in turn, one connection each, closing it after the response as llama-server did."""
     served: list[str] = []
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
-        name = names[len(served)]
+        name = REPLAYED[len(served)]
         served.append(name)
         start = asyncio.get_running_loop().time()
         for ms, data in capture(name):
@@ -100,14 +104,34 @@ def test_replayed_server_closing_after_each_response_back_to_back() -> None:
             await writer.drain()
         writer.close()
 
-    async def scenario() -> list[ProbeResult]:
+    async def serve() -> None:
         server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        job = ProbeJob(name="p", target="t", api="chat", url=f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}",
-                       model="m", timeout=10.0)
-        async with server, make_session() as session:
-            return [await PROBES["chat"](session, job, PROMPT) for _ in names]
+        ports.put(server.sockets[0].getsockname()[1])
+        async with server:
+            await server.serve_forever()
 
-    results = asyncio.run(scenario())
+    asyncio.run(serve())
+
+
+def test_replayed_server_closing_after_each_response_back_to_back() -> None:
+    """The server is its own process, as llama-server is: its FIN leaves at the captured time (22 us after the last
+    byte) while a loaded host holds up the probe's process; served from the probe's own loop, it could not."""
+    ctx = multiprocessing.get_context("spawn")
+    ports = ctx.Queue()
+    server = ctx.Process(target=_replay_server, args=(ports,), daemon=True)
+    server.start()
+    try:
+        port = ports.get(timeout=120)  # a hang guard: a loaded host can take seconds to start an interpreter
+
+        async def scenario() -> list[ProbeResult]:
+            job = ProbeJob(name="p", target="t", api="chat", url=f"http://127.0.0.1:{port}", model="m", timeout=10.0)
+            async with make_session() as session:
+                return [await PROBES["chat"](session, job, PROMPT) for _ in REPLAYED]
+
+        results = asyncio.run(scenario())
+    finally:
+        server.kill()
+        server.join(10)
     assert [(r.ok, r.error) for r in results] == [(True, None)] * 4
     assert [(outcome(r), r.output_tokens) for r in results] == [("success", 6), ("empty", 1), ("success", 6),
                                                                 ("success", 2)]
