@@ -396,6 +396,7 @@ class Rig:
         self._settle("the daemon", self._pages_left)
         self._settle("Prometheus", self._prom_pages_left)
         self.after = self.capture()
+        self.deliveries = list(_json(f"{self.daemon.url}/debug/alerts")["outbox"]["sent"])  # with the resolves
 
     def _settle(self, who: str, left: Callable[[], list[tuple[str, str, str]]]) -> None:
         try:
