@@ -73,6 +73,20 @@ class Requests:
                 t += STEP_S
         return None
 
+    def held_for(self, sli: str, rows: list[Row], limits: dict[str, float], start: float, end: float) -> float:
+        """Return for how many seconds of [start, end] any row held for `sli` (to STEP_S)."""
+        cums = []
+        for row in rows:
+            cum = [0]
+            for b in self._bad(sli, row, limits):
+                cum.append(cum[-1] + b)
+            cums.append((row, cum))
+        steps, t = 0, start
+        while t <= end:
+            steps += any(self._holds(row, cum, t) for row, cum in cums)
+            t += STEP_S
+        return steps * STEP_S
+
     def _holds(self, row: Row, cum: list[int], t: float) -> bool:
         hi = bisect.bisect_right(self.ts, t)
         lo_long, lo_short = bisect.bisect_right(self.ts, t - row.long), bisect.bisect_right(self.ts, t - row.short)

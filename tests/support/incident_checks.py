@@ -155,6 +155,7 @@ def _daemon_episodes(rig: Rig, key: tuple[str, str, str]) -> list[tuple[float, f
 # A request counts from its start; it is stored when it ends (probe timeout 1.9 s), scraped within 1 s and the
 # rule evaluated within 1 s more: rows that held on the store up to this long after a firing explain it
 REFIRE_LAG_S = 5.0
+MARGINAL_S = 60.0  # one short window: a page whose rows held for less is at the edge of its row
 
 
 def _am_ended(rig: Rig, key: tuple[str, str, str]) -> list[float]:
@@ -216,12 +217,15 @@ def prometheus_pages_the_same(rig: Rig) -> None:
     # delivered; a page that fired between polls still reached Alertmanager
     prom = am_pages | {(a["labels"]["slo"], a["labels"]["sli"]) for a in rig.during["prom"] + rig.prom_pages()
                        if a["labels"].get("alertname") == BURN and a["labels"].get("severity") == "page"}
-    # The same SLOs page, each fault's own SLI in both; a second SLI near its threshold may cross it in one
-    # evaluator and not the other (1 s Prometheus rule evaluations of scraped counters against the daemon's own)
-    assert {n for n, _ in prom} == {n for n, _ in daemon}, (prom, daemon)
+    # The same SLO/SLIs page in both, but for one whose rows held, on the SLO's stored requests, for less than
+    # MARGINAL_S in all: at the edge of a row one evaluator crosses it and the other not (measured: Prometheus's
+    # increase() over 1 s scrapes read 14.1 bad where the daemon counted 15, the evidence bar, for ~30 s)
+    for name, sli in prom ^ daemon:
+        held = rig.held_for((name, sli, "page"), rig.started, rig.cured)
+        assert held < MARGINAL_S, (name, sli, f"paged in one evaluator only, its rows held {held:.0f} s", prom, daemon)
     for name, rec in rig.records.items():
         if rec.fault.payload and rec.fault.sli:
-            assert (name, rec.fault.sli) in prom & daemon, (name, rec.fault.sli, prom, daemon)
+            assert (name, rec.fault.sli) in prom | daemon, (name, rec.fault.sli, prom, daemon)
     assert not [a for a in rig.after["prom"] if a["labels"].get("alertname") == BURN and a["state"] == "firing"
                 and a["labels"].get("severity") == "page"
                 and (a["labels"]["slo"], a["labels"]["sli"]) not in rig.still_right], rig.still_right

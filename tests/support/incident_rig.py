@@ -293,8 +293,7 @@ class Rig:
                 status_cmd = [sys.executable, "-m", "sloguard", "status", "--url", proxy.url]
                 procs = [subprocess.Popen([*status_cmd, *extra], cwd=ROOT, stdout=subprocess.PIPE, text=True)
                          for extra in (["--json"], [])]
-                page = http_get(f"{self.daemon.url}/", timeout=30)[1].decode()
-                metrics = http_get(f"{self.daemon.url}/metrics", timeout=30)[1].decode()
+                page, metrics = self._bracketed("/", keep), self._bracketed("/metrics", keep)
                 cli_out, terminal = (p.communicate(timeout=60)[0] for p in procs)
                 served = proxy.bodies("/api/v1/slos")
         finally:
@@ -309,6 +308,19 @@ class Rig:
                 "terminal": terminal, "alerts": self.alerts(),
                 "prom": _json(f"{self.prom.url}/api/v1/alerts")["data"]["alerts"], "slack": self.slack.posted(),
                 "am": self._am_notes(), "at": time.time()}
+
+    def _bracketed(self, path: str, keep: Callable[[dict[str, Any]], None], tries: int = 10) -> str:
+        """Return `path` read between two API reads of one evaluation, so the evaluation it shows is among those
+        kept (a poller slowed by the load can miss one); after `tries` changed evaluations, the last read."""
+        for _ in range(tries):
+            before = _json(f"{self.daemon.url}/api/v1/slos")
+            body = http_get(f"{self.daemon.url}{path}", timeout=30)[1].decode()
+            after = _json(f"{self.daemon.url}/api/v1/slos")
+            keep(before)
+            keep(after)
+            if [s["evaluated_at"] for s in before["slos"]] == [s["evaluated_at"] for s in after["slos"]]:
+                break
+        return body
 
     def _am_notes(self) -> list[dict[str, Any]]:
         return [c for c in self.slack.calls if c.get("method") == "generic" and c.get("ok")]
@@ -420,6 +432,11 @@ class Rig:
         requests (sloguard's config gives the rows, tests/support/burn_oracle.py counts), else None."""
         rows = burn_rows(self._text(self.limits)).get(key, [])
         return Requests(self.store, key[0]).held(key[1], rows, self.limits[key[0]], start, end)
+
+    def held_for(self, key: tuple[str, str, str], start: float, end: float) -> float:
+        """Return for how many seconds of [start, end] the burn rows of (slo, sli, severity) held (stored requests)."""
+        rows = burn_rows(self._text(self.limits)).get(key, [])
+        return Requests(self.store, key[0]).held_for(key[1], rows, self.limits[key[0]], start, end)
 
     def prom_episodes(self, key: tuple[str, str, str]) -> list[tuple[float, float]]:
         """Return each time Prometheus fired the burn alert (slo, sli, severity): (first, last) firing sample."""

@@ -62,3 +62,10 @@ def test_the_rows_are_the_configs_own() -> None:
     rows = burn_rows(CONFIG)
     assert rows[("t", "latency", "page")] == [Row(300.0, 60.0, pytest.approx(0.06), 15, None, None)]
     assert {k[2] for k in rows} == {"page", "ticket"}
+
+
+def test_how_long_a_row_held(tmp_path: Path) -> None:
+    """From the 15th bad request (t=14) while the last minute holds 4 of 60 (to t=355.5: 296-299), in 0.5 s steps."""
+    store = Requests(_store(tmp_path, INCIDENT), "t")
+    assert store.held_for("latency", [PAGE], LIMITS, 0, 600) == (355.5 - 14) + 0.5
+    assert store.held_for("latency", [PAGE], LIMITS, 400, 600) == 0.0
