@@ -454,13 +454,12 @@ class Rig:
         return episodes
 
     def _bad_since(self, since: float) -> dict[str, str]:
-        """Return per SLO its probe results since `since` (the newest 500): failed, and over its objectives."""
-        rows = [r for r in _json(f"{self.daemon.url}/debug/probes?limit=500") if r["ts"] >= since]
+        """Return per SLO its stored probe results since `since`: failed, and over its objectives."""
         out = {}
         for n, lim in self.limits.items():
-            mine = [r for r in rows if r["target"] == n]
-            slow = [r for r in mine if r.get("ok") and any((r.get(f"{m}_s") or 0.0) > lim[m] for m in lim)]
-            out[n] = f"{sum(not r.get('ok') for r in mine)} failed, {len(slow)} slow of {len(mine)}"
+            mine = [r for r in Requests(self.store, n).rows if r[0] >= since]
+            slow = [r for r in mine if r[1] and ((r[2] or 0.0) > lim["ttft"] or (r[3] or 0.0) > lim["tpot"])]
+            out[n] = f"{sum(not r[1] for r in mine)} failed, {len(slow)} slow of {len(mine)}"
         return out
 
     def _pages_left(self) -> list[tuple[str, str, str]]:
