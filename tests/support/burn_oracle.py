@@ -9,7 +9,9 @@ a flapping or stuck alert. The rows (windows, factor, evidence) are the config's
 from __future__ import annotations
 
 import bisect
+import itertools
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,31 +63,21 @@ class Requests:
 
     def held(self, sli: str, rows: list[Row], limits: dict[str, float], start: float, end: float) -> float | None:
         """Return the first time in [start, end] at which any row held for `sli`, else None."""
-        for row in rows:
-            bad = self._bad(sli, row, limits)
-            cum = [0]
-            for b in bad:
-                cum.append(cum[-1] + b)
-            t = start
-            while t <= end:
-                if self._holds(row, cum, t):
-                    return t
-                t += STEP_S
-        return None
+        return next(self._holding(sli, rows, limits, start, end), None)
 
     def held_for(self, sli: str, rows: list[Row], limits: dict[str, float], start: float, end: float) -> float:
         """Return for how many seconds of [start, end] any row held for `sli` (to STEP_S)."""
-        cums = []
-        for row in rows:
-            cum = [0]
-            for b in self._bad(sli, row, limits):
-                cum.append(cum[-1] + b)
-            cums.append((row, cum))
-        steps, t = 0, start
+        return sum(1 for _ in self._holding(sli, rows, limits, start, end)) * STEP_S
+
+    def _holding(self, sli: str, rows: list[Row], limits: dict[str, float], start: float,
+                 end: float) -> Iterator[float]:
+        """Yield each scan time in [start, end] (STEP_S apart) at which any row held for `sli`."""
+        cums = [(row, list(itertools.accumulate(self._bad(sli, row, limits), initial=0))) for row in rows]
+        t = start
         while t <= end:
-            steps += any(self._holds(row, cum, t) for row, cum in cums)
+            if any(self._holds(row, cum, t) for row, cum in cums):
+                yield t
             t += STEP_S
-        return steps * STEP_S
 
     def _holds(self, row: Row, cum: list[int], t: float) -> bool:
         hi = bisect.bisect_right(self.ts, t)
