@@ -6,8 +6,10 @@ raw series), `sloguard:slo_requests:increase<w>` (requests judged), `sloguard:sl
 that spent the budget) and `sloguard:slo_error_ratio:rate<w>` (bad / requests).
 
 - A count is the counter's own difference over the window, as the live evaluator counts: its value now minus its
-  value at the window's start (the sample at or before the start, else the oldest in the window: a series first
-  seen inside the window counts from its first sample). Integers, no extrapolation, so sums over instances stay
+  value at the window's start (the last sample at or up to 5 min before the start, else the oldest in the window:
+  a series first seen inside the window counts from its first sample). The start ignores staleness markers: when
+  scrapes of sloguard fail (an overloaded host), the first window after the gap spans the gap's requests too,
+  instead of a few seconds of them judged as a whole window. Integers, no extrapolation, so sums over instances stay
   exact. Where that cannot be had, increase(): the counter reset in the window (a sloguard restart), or the series
   ended in it (a replica that went away; extrapolated by at most half a scrape interval).
 - Fleet: server-SLO series carry `replica` (the engine replica, sloguard.slo.counters): one replica seen by several
@@ -36,6 +38,7 @@ from sloguard.slo.model import SLO, Indicator, indicators
 COUNTER = "sloguard_slo_requests_total"
 BY = "slo, sli, metric, percentile"  # one series per SLO budget (absent labels stay absent)
 TILE = 300.0
+LOOKBACK = "5m"  # Prometheus's default lookback: how far before a window's start its first count is looked for
 TILED_FROM = 7 * 86400.0
 BUDGET_RECORD = "sloguard:slo_error_budget_remaining:ratio"
 HIST_METRICS = ("ttft", "itl", "tpot", "e2e")  # probe histograms: sloguard_probe_<metric>_seconds
@@ -77,7 +80,8 @@ def selector(slo: SLO, ind: Indicator) -> str:
 def _diff(matchers: str, window: float) -> str:
     """Return each series' own difference over the window (module docstring)."""
     x, w = f"{COUNTER}{{{matchers}}}", format_duration(window)
-    start = f"({x} offset {w} or min_over_time({x}[{w}]))"
+    # A range skips staleness markers: after a failed scrape of sloguard the window still starts before the gap.
+    start = f"(last_over_time({x}[{LOOKBACK}] offset {w}) or min_over_time({x}[{w}]))"
     return f"({x} - {start} unless resets({x}[{w}]) > 0) or increase({x}[{w}])"
 
 
