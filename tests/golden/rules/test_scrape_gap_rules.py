@@ -72,9 +72,10 @@ def test_windows_after_a_scrape_gap_start_before_it(tmp_path: Path) -> None:
                "values": values(bad)} for bad in (False, True)]
     after = (FIRST_AFTER + 2) * STEP + 5  # 35 s after the first good scrape: the 1 min window starts in the gap
     during = (FIRST_AFTER - 3) * STEP + 5  # inside the gap: no sample in the last minute
-    checks = [check(name, "1m", after, LAST_BEFORE, FIRST_AFTER + 2) for name in ("requests", "bad_requests")]
-    checks += [check(name, "5m", after, (after - 300) // STEP, FIRST_AFTER + 2) for name in ("requests", "bad_requests")]
-    checks += [check(name, "1m", during, None, 0) for name in ("requests", "bad_requests")]
+    names = ("requests", "bad_requests")
+    checks = [check(name, "1m", after, LAST_BEFORE, FIRST_AFTER + 2) for name in names]
+    checks += [check(name, "5m", after, (after - 300) // STEP, FIRST_AFTER + 2) for name in names]
+    checks += [check(name, "1m", during, None, 0) for name in names]
     test = {"rule_files": [SLO_RULES], "evaluation_interval": "5s",
             "tests": [{"interval": f"{STEP}s", "input_series": series, "promql_expr_test": checks}]}
     (tmp_path / "gap.test.yaml").write_text(yaml.safe_dump(test, sort_keys=False, width=1 << 20))

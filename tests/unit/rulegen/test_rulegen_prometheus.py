@@ -166,7 +166,7 @@ def test_counts_take_each_engine_replica_once_and_add_probe_series() -> None:
     fleet, own = expr.split(" or sum by ", 1)[0], expr.split(" or sum by ", 2)[-1]
     assert "max by (slo, sli, metric, percentile, good, replica)" in fleet and 'replica!=""' in fleet
     assert 'replica=""' in own and "max by" not in own
-    assert "[5m] offset 1h) or min_over_time(" in expr and "resets(" in expr  # exact difference, increase() after a reset
+    assert "[5m] offset 1h) or min_over_time(" in expr and "resets(" in expr  # exact difference; increase() on a reset
 
 
 def test_every_budget_has_its_budget_left_record() -> None:
