@@ -5,13 +5,14 @@ per-objective budget): `sloguard:slo_requests_by_good:increase<w>` (the counts, 
 raw series), `sloguard:slo_requests:increase<w>` (requests judged), `sloguard:slo_bad_requests:increase<w>` (requests
 that spent the budget) and `sloguard:slo_error_ratio:rate<w>` (bad / requests).
 
-- A count is the counter's own difference over the window, as the live evaluator counts: its value now minus its
-  value at the window's start (the last sample at or up to 5 min before the start, else the oldest in the window:
-  a series first seen inside the window counts from its first sample). The start ignores staleness markers: when
-  scrapes of sloguard fail (an overloaded host), the first window after the gap spans the gap's requests too,
-  instead of a few seconds of them judged as a whole window. Integers, no extrapolation, so sums over instances stay
-  exact. Where that cannot be had, increase(): the counter reset in the window (a sloguard restart), or the series
-  ended in it (a replica that went away; extrapolated by at most half a scrape interval).
+- A count is the counter's own difference over the window, as the live evaluator counts: its last value in the
+  window minus its value at the window's start (the last sample at or up to 5 min before the start, else the oldest
+  in the window: a series first seen inside the window counts from its first sample). Both ends skip staleness
+  markers: while scrapes of sloguard fail (an overloaded host) a window counts up to the last scrape, and the first
+  windows after the gap span the gap's requests, never a few seconds of requests judged as a whole window (nor one
+  extrapolated from them); a series that ended (a replica gone) counts up to its last sample. Integers, no
+  extrapolation, so sums over instances stay exact. Only where the counter reset in the window (a sloguard restart):
+  increase().
 - Fleet: server-SLO series carry `replica` (the engine replica, sloguard.slo.counters): one replica seen by several
   sloguard instances (an HA pair scrapes the same pods) counts once (the largest count), different replicas add up.
   Probe-SLO series have no replica and add up across instances: each instance's probes are requests of their own.
@@ -82,7 +83,7 @@ def _diff(matchers: str, window: float) -> str:
     x, w = f"{COUNTER}{{{matchers}}}", format_duration(window)
     # A range skips staleness markers: after a failed scrape of sloguard the window still starts before the gap.
     start = f"(last_over_time({x}[{LOOKBACK}] offset {w}) or min_over_time({x}[{w}]))"
-    return f"({x} - {start} unless resets({x}[{w}]) > 0) or increase({x}[{w}])"
+    return f"(last_over_time({x}[{w}]) - {start} unless resets({x}[{w}]) > 0) or increase({x}[{w}])"
 
 
 def count_expr(window: float) -> str:

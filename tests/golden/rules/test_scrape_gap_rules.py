@@ -4,7 +4,8 @@ A failed scrape marks every series of the target stale (Prometheus writes a stal
 `counter offset 1m` inside the gap finds nothing. The counts must not then start at the first sample after the gap:
 a "1 min" window would hold the few requests since then, and a few bad among them read as a whole minute's burn
 (a loaded run of the incident rig paged that way). Here one sloguard instance is scraped every 15 s, fails for
-90 s, and recovers; promtool (Prometheus's engine) must give the counts exactly as the cumulative series say.
+90 s, and recovers; promtool (Prometheus's engine) must give the counts exactly as the cumulative series say:
+inside the gap up to the last scrape (not extrapolated to the window), after it from the last sample before it.
 """
 
 from __future__ import annotations
@@ -71,10 +72,12 @@ def test_windows_after_a_scrape_gap_start_before_it(tmp_path: Path) -> None:
     series = [{"series": f'sloguard_slo_requests_total{{{labels},good="{str(not bad).lower()}"}}',
                "values": values(bad)} for bad in (False, True)]
     after = (FIRST_AFTER + 2) * STEP + 5  # 35 s after the first good scrape: the 1 min window starts in the gap
+    early = (LAST_BEFORE + 2) * STEP + 5  # 35 s into the gap: the minute up to the last scrape, not extrapolated
     during = (FIRST_AFTER - 3) * STEP + 5  # inside the gap: no sample in the last minute
     names = ("requests", "bad_requests")
     checks = [check(name, "1m", after, LAST_BEFORE, FIRST_AFTER + 2) for name in names]
     checks += [check(name, "5m", after, (after - 300) // STEP, FIRST_AFTER + 2) for name in names]
+    checks += [check(name, "1m", early, (early - 60) // STEP, LAST_BEFORE) for name in names]
     checks += [check(name, "1m", during, None, 0) for name in names]
     test = {"rule_files": [SLO_RULES], "evaluation_interval": "5s",
             "tests": [{"interval": f"{STEP}s", "input_series": series, "promql_expr_test": checks}]}
