@@ -77,6 +77,10 @@ class Snapshot:
         """Return every sample as a plain value (what the alert engine evaluates)."""
         return [Sample(s.name, s.labels, s.value) for fam in self.families() for s in fam.samples]
 
+    def cached(self, openmetrics_format: bool = False) -> bytes | None:
+        """Return the exposition bytes if rendered since the last change, else None."""
+        return self._cache.get(openmetrics_format)
+
     def render(self, openmetrics_format: bool = False) -> bytes:
         """Return the exposition bytes; rendered at most once per change, so a scrape costs a dict lookup."""
         cache = self._cache

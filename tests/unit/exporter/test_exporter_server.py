@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client.core import GaugeMetricFamily
@@ -69,5 +70,43 @@ def test_ready_stays_200_and_says_why_when_degraded() -> None:
                 "sloguard is ready (degraded: state store /s/sloguard.db cannot be written (No space left on "
                 "device)).\n")
             assert (await c.get("/-/healthy")).status == 200
+
+    asyncio.run(scenario())
+
+
+class _HeldSnapshot(Snapshot):
+    """A snapshot whose render waits until the test lets it finish, and counts the renders."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started, self.release, self.renders = threading.Event(), threading.Event(), 0
+
+    def render(self, openmetrics_format: bool = False) -> bytes:
+        self.renders += 1
+        self.started.set()
+        assert self.release.wait(10)
+        return super().render(openmetrics_format)
+
+
+def test_a_slow_render_leaves_the_event_loop_free_and_runs_once_for_every_scrape_waiting() -> None:
+    snap = _HeldSnapshot()
+    g = GaugeMetricFamily("sloguard_x", "doc")
+    g.add_metric([], 1)
+    snap.put("a", [g])
+
+    async def reload() -> bool:
+        return True
+
+    async def scenario() -> None:
+        async with TestClient(TestServer(build_app(Endpoints(snap, reload, lambda: True), WebConfig()))) as c:
+            scrapes = [asyncio.ensure_future(c.get("/metrics")) for _ in range(3)]
+            assert await asyncio.to_thread(snap.started.wait, 10)
+            assert (await c.get("/-/healthy")).status == 200  # answered while the render is held
+            snap.release.set()
+            bodies = [await (await s).text() for s in scrapes]
+            assert all("sloguard_x 1.0" in b for b in bodies) and snap.renders == 1
+            assert "sloguard_x 1.0" in await (await c.get("/metrics")).text() and snap.renders == 1  # cached
+            snap.put("a", [g])
+            assert "sloguard_x 1.0" in await (await c.get("/metrics")).text() and snap.renders == 2
 
     asyncio.run(scenario())
