@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from sloguard.incident.text import burn_text, headline
-from support.incident_rig import BURN, EVAL_S, GROUP_WAIT_S, Rig
+from support.incident_rig import BURN, EVAL_S, GROUP_WAIT_S, SCRAPE_S, Rig
 from support.procs import metric_value
 
 
@@ -152,9 +152,9 @@ def _daemon_episodes(rig: Rig, key: tuple[str, str, str]) -> list[tuple[float, f
     return episodes
 
 
-# A request counts from its start; it is stored when it ends (probe timeout 1.9 s), scraped within 1 s and the
-# rule evaluated within 1 s more: rows that held on the store up to this long after a firing explain it
-REFIRE_LAG_S = 5.0
+# A request counts from its start; it is stored when it ends (probe timeout 1.9 s), scraped within SCRAPE_S and
+# the rule evaluated within 1 s more: rows that held on the store up to this long after a firing explain it
+REFIRE_LAG_S = 2.0 + SCRAPE_S + 1.0
 MARGINAL_S = 60.0  # one short window: a page whose rows held for less is at the edge of its row
 
 

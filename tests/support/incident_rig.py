@@ -41,6 +41,9 @@ from support.procs import (
 from support.recorder import Recorder
 from support.slack_double import TOKEN_ENV, SlackDouble
 
+# Prometheus scrapes the daemon every 5 s, timeout 5 s (15-30 s in production): at 1 s, renders of the ~7k samples
+# (0.5-1.4 s on a starved core) missed the timeout for minutes, and the rules then judged windows across the gaps
+SCRAPE_S = 5.0
 EVAL_S, GROUP_WAIT_S = 2.0, 5.0  # 7 SLOs a rig: a 1 s cadence took 1.5 s an evaluation on a loaded runner
 BURN = "SloguardErrorBudgetBurn"
 # The objectives are set from what this machine measures while every simulator is healthy: FLOOR_S, MARGIN × the
@@ -165,7 +168,8 @@ def _alertmanager(tmp: Path, rules_dir: Path, hook: str) -> Proc:
 
 def _prometheus(tmp: Path, daemon_port: int, rules_dir: Path, am: Proc) -> Proc:
     port = free_port()
-    cfg = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+    cfg = {"global": {"scrape_interval": f"{SCRAPE_S:g}s", "scrape_timeout": f"{SCRAPE_S:g}s",
+                      "evaluation_interval": "1s"},
            "rule_files": [str(p) for p in sorted(rules_dir.glob("*.yaml"))],
            "alerting": {"alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{am.port}"]}]}]},
            "scrape_configs": [{"job_name": "sloguard", "static_configs": [{"targets": [f"127.0.0.1:{daemon_port}"]}]}]}
