@@ -39,7 +39,7 @@ from sloguard.slo.model import SLO, Indicator, indicators
 COUNTER = "sloguard_slo_requests_total"
 BY = "slo, sli, metric, percentile"  # one series per SLO budget (absent labels stay absent)
 TILE = 300.0
-LOOKBACK = "5m"  # Prometheus's default lookback: how far before a window's start its first count is looked for
+LOOKBACK_S = 300.0  # Prometheus's default lookback: how far before a window's start its first count is looked for
 TILED_FROM = 7 * 86400.0
 BUDGET_RECORD = "sloguard:slo_error_budget_remaining:ratio"
 HIST_METRICS = ("ttft", "itl", "tpot", "e2e")  # probe histograms: sloguard_probe_<metric>_seconds
@@ -82,8 +82,10 @@ def _diff(matchers: str, window: float) -> str:
     """Return each series' own difference over the window (module docstring)."""
     x, w = f"{COUNTER}{{{matchers}}}", format_duration(window)
     # A range skips staleness markers: after a failed scrape of sloguard the window still starts before the gap.
-    start = f"(last_over_time({x}[{LOOKBACK}] offset {w}) or min_over_time({x}[{w}]))"
-    return f"(last_over_time({x}[{w}]) - {start} unless resets({x}[{w}]) > 0) or increase({x}[{w}])"
+    start = f"(last_over_time({x}[{format_duration(LOOKBACK_S)}] offset {w}) or min_over_time({x}[{w}]))"
+    # resets since the earliest start sample: a sloguard restart inside a scrape gap would count negative
+    since = format_duration(window + LOOKBACK_S)
+    return f"(last_over_time({x}[{w}]) - {start} unless resets({x}[{since}]) > 0) or increase({x}[{w}])"
 
 
 def count_expr(window: float) -> str:
